@@ -1,0 +1,272 @@
+/*
+ * The one GEMM driver, ISA-free: C := alpha * A*B + beta * C in fp32.
+ *
+ * The five loops around the micro-kernel of BLIS (Van Zee & van de Geijn, "BLIS: A
+ * Framework for Rapidly Instantiating BLAS Functionality", ACM TOMS 41(3), 2015):
+ *
+ *   for jc in 0..N step NC          (B block of NC columns, sized for L3)
+ *     for pc in 0..K step KC        pack B[pc:pc+KC, jc:jc+NC] into NR-wide micro-panels
+ *       for ic in 0..M step MC      pack A[ic:ic+MC, pc:pc+KC] into MR-tall micro-panels
+ *         for jr in 0..NC step NR
+ *           for ir in 0..MC step MR
+ *             micro-kernel(KC, alpha, A panel, B panel, beta', C tile)
+ *
+ * beta' is beta on the first KC block and 1 after it. General row and column strides
+ * (negative included) are absorbed by packing; edge tiles (M % MR, N % NR) go
+ * through a local MR x NR buffer. Packing buffers live in a per-calling-thread
+ * workspace that is grown when needed and reused (bounded by the blocking sizes),
+ * freed when the thread exits. With OpenMP the team shares the packed blocks:
+ * B and A are packed cooperatively, the (jr, ir) tiles are split between threads.
+ *
+ * This file is included by each kernel's module after the micro-kernel, and by the
+ * aarch64 harness; it uses no ISA-specific code.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "mk_ukernel.h"
+
+enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
+
+/* ---- per-calling-thread workspace ------------------------------------------------ */
+
+typedef struct {
+    float *buf;
+    size_t bytes;
+} mk_workspace;
+
+static pthread_key_t mk_ws_key;
+static pthread_once_t mk_ws_once = PTHREAD_ONCE_INIT;
+
+static void mk_ws_destroy(void *p)
+{
+    mk_workspace *ws = (mk_workspace *)p;
+    if (ws) {
+        free(ws->buf);
+        free(ws);
+    }
+}
+
+static void mk_ws_key_init(void) { pthread_key_create(&mk_ws_key, mk_ws_destroy); }
+
+/* A 64-byte-aligned buffer of at least `floats` floats, reused across calls. */
+static float *mk_ws_get(size_t floats)
+{
+    pthread_once(&mk_ws_once, mk_ws_key_init);
+    mk_workspace *ws = (mk_workspace *)pthread_getspecific(mk_ws_key);
+    if (!ws) {
+        ws = (mk_workspace *)calloc(1, sizeof *ws);
+        if (!ws || pthread_setspecific(mk_ws_key, ws) != 0) {
+            free(ws);
+            return NULL;
+        }
+    }
+    size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
+    if (bytes > ws->bytes) {
+        free(ws->buf);
+        ws->buf = (float *)aligned_alloc(64, bytes);
+        ws->bytes = ws->buf ? bytes : 0;
+    }
+    return ws->buf;
+}
+
+/* Bytes held by the calling thread's packing workspace (0 before the first call). */
+int64_t mk_workspace_bytes(void)
+{
+    pthread_once(&mk_ws_once, mk_ws_key_init);
+    mk_workspace *ws = (mk_workspace *)pthread_getspecific(mk_ws_key);
+    return ws ? (int64_t)ws->bytes : 0;
+}
+
+/* ---- packing ----------------------------------------------------------------------- */
+
+/* One MR-tall micro-panel of A: rows [0, mcur) of an mcur x kc block starting at a,
+ * written as kc steps of MR floats, zero-padded to MR rows. */
+static void mk_pack_a_panel(int64_t mcur, int64_t kc, const float *a, int64_t rs_a,
+                            int64_t cs_a, int64_t mr, float *restrict dst)
+{
+    if (mcur == mr && rs_a == 1) {              /* column-major A: a copy per k */
+        for (int64_t k = 0; k < kc; ++k)
+            memcpy(dst + k * mr, a + k * cs_a, (size_t)mr * sizeof(float));
+        return;
+    }
+    if (cs_a == 1) {                            /* row-major A: read rows */
+        for (int64_t i = 0; i < mcur; ++i) {
+            const float *row = a + i * rs_a;
+            for (int64_t k = 0; k < kc; ++k)
+                dst[k * mr + i] = row[k];
+        }
+    } else {
+        for (int64_t k = 0; k < kc; ++k)
+            for (int64_t i = 0; i < mcur; ++i)
+                dst[k * mr + i] = a[i * rs_a + k * cs_a];
+    }
+    if (mcur < mr)
+        for (int64_t k = 0; k < kc; ++k)
+            for (int64_t i = mcur; i < mr; ++i)
+                dst[k * mr + i] = 0.0f;
+}
+
+/* One NR-wide micro-panel of B: columns [0, ncur) of a kc x ncur block, written as kc
+ * steps of NR floats, zero-padded to NR columns. */
+static void mk_pack_b_panel(int64_t kc, int64_t ncur, const float *b, int64_t rs_b,
+                            int64_t cs_b, int64_t nr, float *restrict dst)
+{
+    if (ncur == nr && cs_b == 1) {              /* row-major B: a copy per k */
+        for (int64_t k = 0; k < kc; ++k)
+            memcpy(dst + k * nr, b + k * rs_b, (size_t)nr * sizeof(float));
+        return;
+    }
+    if (rs_b == 1) {                            /* column-major B: read columns */
+        for (int64_t j = 0; j < ncur; ++j) {
+            const float *col = b + j * cs_b;
+            for (int64_t k = 0; k < kc; ++k)
+                dst[k * nr + j] = col[k];
+        }
+    } else {
+        for (int64_t k = 0; k < kc; ++k)
+            for (int64_t j = 0; j < ncur; ++j)
+                dst[k * nr + j] = b[k * rs_b + j * cs_b];
+    }
+    if (ncur < nr)
+        for (int64_t k = 0; k < kc; ++k)
+            for (int64_t j = ncur; j < nr; ++j)
+                dst[k * nr + j] = 0.0f;
+}
+
+/* ---- C updates ---------------------------------------------------------------------- */
+
+/* C := beta * C (beta == 0 writes zeros without reading C). */
+static void mk_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t rs_c, int64_t cs_c)
+{
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            float *p = c + i * rs_c + j * cs_c;
+            *p = beta == 0.0f ? 0.0f : beta * *p;
+        }
+}
+
+/* One register tile: the micro-kernel straight into C when the tile is full, else
+ * into the MR x NR edge buffer and merged into the mcur x ncur corner of C. */
+static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64_t kc,
+                    const float *alpha, const float *ap, const float *bp,
+                    const float *beta, float *c, int64_t rs_c, int64_t cs_c, float *edge)
+{
+    if (mcur == uk->mr && ncur == uk->nr) {
+        uk->ukernel(kc, alpha, ap, bp, beta, c, rs_c, cs_c);
+        return;
+    }
+    const float zero = 0.0f;
+    const int64_t nr = uk->nr;
+    uk->ukernel(kc, alpha, ap, bp, &zero, edge, nr, 1);
+    for (int64_t i = 0; i < mcur; ++i)
+        for (int64_t j = 0; j < ncur; ++j) {
+            float *p = c + i * rs_c + j * cs_c;
+            *p = *beta == 0.0f ? edge[i * nr + j] : edge[i * nr + j] + *beta * *p;
+        }
+}
+
+static int64_t mk_min(int64_t x, int64_t y) { return x < y ? x : y; }
+static int64_t mk_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* ---- the driver ----------------------------------------------------------------------- */
+
+/*
+ * C(m x n) := alpha * A(m x k) * B(k x n) + beta * C, element (i, j) of X at
+ * x[i*rs_x + j*cs_x] (strides in elements, any sign). BLAS semantics: m == 0 or
+ * n == 0 touches nothing; k == 0 or alpha == 0 gives C := beta*C without reading A
+ * or B; beta == 0 never reads C. Returns MK_OK, MK_EINVAL (negative size, bad
+ * blocking or descriptor) or MK_ENOMEM (workspace allocation failed).
+ * nthreads > 1 uses an OpenMP team when compiled with -fopenmp.
+ */
+int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
+                   int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t rs_a, int64_t cs_a,
+                   const float *b, int64_t rs_b, int64_t cs_b,
+                   float beta, float *c, int64_t rs_c, int64_t cs_c, int nthreads)
+{
+    if (m < 0 || n < 0 || k < 0 || !uk || uk->mr < 1 || uk->nr < 1 || !blk
+        || blk->kc < 1 || blk->mc < 1 || blk->nc < 1)
+        return MK_EINVAL;
+    if (m == 0 || n == 0)
+        return MK_OK;
+    if (k == 0 || alpha == 0.0f) {
+        mk_scale_c(m, n, beta, c, rs_c, cs_c);
+        return MK_OK;
+    }
+    /* The micro-kernel's fast path wants unit column stride in C. When C's rows are
+     * unit-stride instead (column-major C), compute C^T = B^T A^T. */
+    if (cs_c != 1 && (rs_c == 1 || (rs_c < 0 ? -rs_c : rs_c) < (cs_c < 0 ? -cs_c : cs_c))) {
+        const float *t = a; a = b; b = t;
+        int64_t s;
+        s = m; m = n; n = s;
+        s = rs_a; rs_a = cs_b; cs_b = s;   /* new A = B^T: rs = cs_b, cs = rs_b */
+        s = cs_a; cs_a = rs_b; rs_b = s;   /* new B = A^T: rs = cs_a, cs = rs_a */
+        s = rs_c; rs_c = cs_c; cs_c = s;
+    }
+    const int64_t mr = uk->mr, nr = uk->nr;
+    const int64_t kc_blk = mk_min(blk->kc, k);
+    const int64_t mc_blk = mk_min(mk_round_up(blk->mc < mr ? mr : blk->mc - blk->mc % mr, mr),
+                                  mk_round_up(m, mr));
+    const int64_t nc_blk = mk_min(mk_round_up(blk->nc < nr ? nr : blk->nc - blk->nc % nr, nr),
+                                  mk_round_up(n, nr));
+    if (nthreads < 1)
+        nthreads = 1;
+#ifndef _OPENMP
+    nthreads = 1;
+#endif
+    const size_t a_floats = (size_t)mc_blk * (size_t)kc_blk;
+    const size_t b_floats = (size_t)kc_blk * (size_t)nc_blk;
+    const size_t edge_floats = (size_t)mk_round_up(mr * nr, 16);
+    float *ws = mk_ws_get(a_floats + b_floats + edge_floats * (size_t)nthreads);
+    if (!ws)
+        return MK_ENOMEM;
+    float *a_pack = ws, *b_pack = ws + a_floats, *edges = ws + a_floats + b_floats;
+    const float one = 1.0f;
+
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+#ifdef _OPENMP
+        float *edge = edges + edge_floats * (size_t)omp_get_thread_num();
+#else
+        float *edge = edges;
+#endif
+        for (int64_t jc = 0; jc < n; jc += nc_blk) {
+            const int64_t nc = mk_min(nc_blk, n - jc);
+            const int64_t npanels = (nc + nr - 1) / nr;
+            for (int64_t pc = 0; pc < k; pc += kc_blk) {
+                const int64_t kc = mk_min(kc_blk, k - pc);
+                const float *beta_p = pc == 0 ? &beta : &one;
+#pragma omp for schedule(static)
+                for (int64_t jp = 0; jp < npanels; ++jp) {
+                    const int64_t j = jp * nr;
+                    mk_pack_b_panel(kc, mk_min(nr, nc - j), b + pc * rs_b + (jc + j) * cs_b,
+                                    rs_b, cs_b, nr, b_pack + j * kc);
+                }
+                for (int64_t ic = 0; ic < m; ic += mc_blk) {
+                    const int64_t mc = mk_min(mc_blk, m - ic);
+                    const int64_t mpanels = (mc + mr - 1) / mr;
+#pragma omp for schedule(static)
+                    for (int64_t ip = 0; ip < mpanels; ++ip) {
+                        const int64_t i = ip * mr;
+                        mk_pack_a_panel(mk_min(mr, mc - i), kc, a + (ic + i) * rs_a + pc * cs_a,
+                                        rs_a, cs_a, mr, a_pack + i * kc);
+                    }
+#pragma omp for collapse(2) schedule(static)
+                    for (int64_t jp = 0; jp < npanels; ++jp)
+                        for (int64_t ip = 0; ip < mpanels; ++ip) {
+                            const int64_t i = ip * mr, j = jp * nr;
+                            mk_tile(uk, mk_min(mr, mc - i), mk_min(nr, nc - j), kc, &alpha,
+                                    a_pack + i * kc, b_pack + j * kc, beta_p,
+                                    c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
+                        }
+                }
+            }
+        }
+    }
+    return MK_OK;
+}

@@ -1,0 +1,45 @@
+/*
+ * The micro-kernel contract (BLIS style; see BLIS docs/KernelsHowTo.md, gemm
+ * micro-kernel). Every generated micro-kernel, whatever its ISA, has this signature:
+ *
+ *   void mk_ukernel_<name>(int64_t kc, const float *alpha,
+ *                          const float *a, const float *b,
+ *                          const float *beta,
+ *                          float *c, int64_t rs_c, int64_t cs_c);
+ *
+ *   kc     depth of the update, kc >= 0 (kc == 0 gives C := beta*C, with alpha*0).
+ *   a      packed micro-panel of A: kc steps of MR consecutive floats
+ *          (a[k*MR + i] = A(i, k)); rows past the edge are zero-padded by packing.
+ *   b      packed micro-panel of B: kc steps of NR consecutive floats
+ *          (b[k*NR + j] = B(k, j)); columns past the edge are zero-padded.
+ *   c      the MR x NR tile of C, element (i, j) at c[i*rs_c + j*cs_c]; strides are
+ *          in elements and may be any sign. cs_c == 1 is the fast path.
+ *   alpha, beta: C := alpha * A*B + beta * C. beta == 0 means C is written, never
+ *          read (NaN/Inf already in C do not survive).
+ *
+ * Panels are read with unaligned loads (the driver 64-byte aligns them anyway).
+ * The micro-kernel always computes a full MR x NR tile; the driver handles edge
+ * tiles through a local MR x NR buffer. NR may be a run-time value (SVE: NR =
+ * nv * svcntw()), so the driver reads it from the descriptor.
+ */
+#ifndef MK_UKERNEL_H
+#define MK_UKERNEL_H
+#include <stdint.h>
+
+typedef void (*mk_ukernel_fn)(int64_t kc, const float *alpha, const float *a,
+                              const float *b, const float *beta, float *c,
+                              int64_t rs_c, int64_t cs_c);
+
+typedef struct {
+    int64_t mr;             /* rows of the register tile */
+    int64_t nr;             /* columns of the register tile (lanes) */
+    mk_ukernel_fn ukernel;
+} mk_ukernel_desc;
+
+/* Cache blocking in elements: KC (depth of a packed panel, sized for L1),
+ * MC (rows of the packed A block, L2), NC (columns of the packed B block, L3). */
+typedef struct {
+    int64_t kc, mc, nc;
+} mk_blocking;
+
+#endif

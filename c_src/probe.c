@@ -1,0 +1,255 @@
+/* probe.c: CPU feature probe for microkernel. See probe.h for the API and sources.
+ *
+ * Compile with baseline flags only. The decoders are pure functions of raw values
+ * (compiled on every architecture, so tests can inject any CPU); only
+ * mk_probe_read_x86() and mk_probe() touch the hardware.
+ */
+#ifndef MK_PROBE_H   /* the cffi build may paste probe.h in front of this file */
+#include "probe.h"
+#endif
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#  define MK_X86 1
+#  include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#  define MK_ARM_LINUX 1
+#  include <sys/auxv.h>
+#  include <sys/prctl.h>
+#  ifndef PR_SVE_GET_VL
+#    define PR_SVE_GET_VL 51          /* linux/prctl.h */
+#  endif
+#endif
+
+#define BIT(v, n) ((int)(((v) >> (n)) & 1u))
+
+/* ---- x86 ------------------------------------------------------------------ */
+
+/* XCR0 state components (Intel SDM vol. 1, 13.1). */
+#define MK_XCR0_SSE_AVX   0x6ull      /* XMM | YMM */
+#define MK_XCR0_AVX512    0xE6ull     /* XMM | YMM | opmask | ZMM_Hi256 | Hi16_ZMM */
+#define MK_XCR0_AMX       0x60000ull  /* TILECFG | TILEDATA */
+
+static void copy_trimmed(char *dst, size_t cap, const char *src, size_t n)
+{
+    /* copy n bytes, stop at NUL, strip leading and trailing spaces */
+    size_t b = 0, e;
+    while (b < n && src[b] == ' ') b++;
+    e = b;
+    while (e < n && src[e] != '\0') e++;
+    while (e > b && src[e - 1] == ' ') e--;
+    if (e - b >= cap) e = b + cap - 1;
+    memcpy(dst, src + b, e - b);
+    dst[e - b] = '\0';
+}
+
+int mk_probe_decode_x86(const mk_x86_regs *r, uint64_t xcr0, mk_cpu_features *out)
+{
+    uint32_t max_leaf, base_family, base_model;
+    char buf[48];
+
+    if (!r || !out) return -1;
+    memset(out, 0, sizeof *out);
+    out->arch = MK_ARCH_X86_64;
+
+    max_leaf = r->leaf0.eax;
+    /* vendor: EBX, EDX, ECX of leaf 0 */
+    memcpy(buf + 0, &r->leaf0.ebx, 4);
+    memcpy(buf + 4, &r->leaf0.edx, 4);
+    memcpy(buf + 8, &r->leaf0.ecx, 4);
+    copy_trimmed(out->vendor, sizeof out->vendor, buf, 12);
+
+    /* brand string: leaves 0x80000002..4, EAX EBX ECX EDX each */
+    if (r->ext0.eax >= 0x80000004u) {
+        int i;
+        for (i = 0; i < 3; i++) {
+            memcpy(buf + 16 * i + 0, &r->brand[i].eax, 4);
+            memcpy(buf + 16 * i + 4, &r->brand[i].ebx, 4);
+            memcpy(buf + 16 * i + 8, &r->brand[i].ecx, 4);
+            memcpy(buf + 16 * i + 12, &r->brand[i].edx, 4);
+        }
+        copy_trimmed(out->model_name, sizeof out->model_name, buf, 48);
+    }
+    if (max_leaf < 1) return 0;
+
+    /* leaf 1: display family/model (SDM vol. 2A, CPUID, figure 3-6) */
+    base_family = (r->leaf1.eax >> 8) & 0xf;
+    base_model = (r->leaf1.eax >> 4) & 0xf;
+    out->family = (int)base_family;
+    out->model = (int)base_model;
+    if (base_family == 0xf)
+        out->family += (int)((r->leaf1.eax >> 20) & 0xff);
+    if (base_family == 0x6 || base_family == 0xf)
+        out->model += (int)(((r->leaf1.eax >> 16) & 0xf) << 4);
+    out->stepping = (int)(r->leaf1.eax & 0xf);
+
+    out->sse2       = BIT(r->leaf1.edx, 26);
+    out->fma        = BIT(r->leaf1.ecx, 12);
+    out->osxsave    = BIT(r->leaf1.ecx, 27);
+    out->avx        = BIT(r->leaf1.ecx, 28);
+    out->f16c       = BIT(r->leaf1.ecx, 29);
+    out->hypervisor = BIT(r->leaf1.ecx, 31);
+
+    if (max_leaf >= 7) {
+        out->avx2        = BIT(r->leaf7_0.ebx, 5);
+        out->avx512f     = BIT(r->leaf7_0.ebx, 16);
+        out->avx512dq    = BIT(r->leaf7_0.ebx, 17);
+        out->avx512bw    = BIT(r->leaf7_0.ebx, 30);
+        out->avx512vl    = BIT(r->leaf7_0.ebx, 31);
+        out->avx512_vnni = BIT(r->leaf7_0.ecx, 11);
+        out->avx512_fp16 = BIT(r->leaf7_0.edx, 23);
+        out->amx_tile    = BIT(r->leaf7_0.edx, 24);
+        if (r->leaf7_0.eax >= 1)      /* max subleaf of leaf 7 */
+            out->avx512_bf16 = BIT(r->leaf7_1.eax, 5);
+    }
+
+    /* OS support: XGETBV is only valid when the OS set CR4.OSXSAVE. */
+    out->xcr0 = out->osxsave ? xcr0 : 0;
+    out->os_ymm = (out->xcr0 & MK_XCR0_SSE_AVX) == MK_XCR0_SSE_AVX;
+    out->os_zmm = (out->xcr0 & MK_XCR0_AVX512) == MK_XCR0_AVX512;
+    out->os_amx = (out->xcr0 & MK_XCR0_AMX) == MK_XCR0_AMX;
+
+    out->usable_avx2 = out->avx && out->fma && out->avx2 && out->osxsave && out->os_ymm;
+    out->usable_avx512 = out->usable_avx2 && out->avx512f && out->avx512dq &&
+                         out->avx512bw && out->avx512vl && out->os_zmm;
+    return 0;
+}
+
+int mk_probe_read_x86(mk_x86_regs *r, uint64_t *xcr0)
+{
+    if (!r || !xcr0) return -1;
+    memset(r, 0, sizeof *r);
+    *xcr0 = 0;
+#if defined(MK_X86)
+    {
+        unsigned a, b, c, d, max_leaf, i;
+        if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;   /* no CPUID at all */
+        r->leaf0 = (mk_cpuid_regs){a, b, c, d};
+        max_leaf = a;
+        if (max_leaf >= 1) {
+            __cpuid_count(1, 0, a, b, c, d);
+            r->leaf1 = (mk_cpuid_regs){a, b, c, d};
+        }
+        if (max_leaf >= 7) {
+            __cpuid_count(7, 0, a, b, c, d);
+            r->leaf7_0 = (mk_cpuid_regs){a, b, c, d};
+            if (r->leaf7_0.eax >= 1) {
+                __cpuid_count(7, 1, a, b, c, d);
+                r->leaf7_1 = (mk_cpuid_regs){a, b, c, d};
+            }
+        }
+        __cpuid(0x80000000u, a, b, c, d);
+        r->ext0 = (mk_cpuid_regs){a, b, c, d};
+        if (r->ext0.eax >= 0x80000004u) {
+            for (i = 0; i < 3; i++) {
+                __cpuid(0x80000002u + i, a, b, c, d);
+                r->brand[i] = (mk_cpuid_regs){a, b, c, d};
+            }
+        } else {
+            r->ext0.eax = 0;   /* garbage on CPUs without extended leaves */
+        }
+        if (BIT(r->leaf1.ecx, 27)) {   /* OSXSAVE: XGETBV(ECX=0) is allowed */
+            uint32_t lo, hi;
+            /* xgetbv encoded as bytes: no -mxsave needed */
+            __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+            *xcr0 = ((uint64_t)hi << 32) | lo;
+        }
+        return 0;
+    }
+#else
+    return -1;
+#endif
+}
+
+/* ---- aarch64 -------------------------------------------------------------- */
+
+/* Linux arch/arm64 hwcaps (Documentation/arch/arm64/elf_hwcaps.rst). */
+#define MK_HWCAP_ASIMD  (1ull << 1)
+#define MK_HWCAP_CPUID  (1ull << 11)
+#define MK_HWCAP_SVE    (1ull << 22)
+#define MK_HWCAP2_SVE2  (1ull << 1)
+
+/* MIDR_EL1 implementer codes (Arm ARM, "MIDR_EL1, Main ID Register"). */
+static const char *arm_implementer(unsigned code)
+{
+    switch (code) {
+    case 0x41: return "ARM";
+    case 0x42: return "Broadcom";
+    case 0x43: return "Cavium";
+    case 0x46: return "Fujitsu";
+    case 0x48: return "HiSilicon";
+    case 0x4e: return "NVIDIA";
+    case 0x50: return "APM";
+    case 0x51: return "Qualcomm";
+    case 0x61: return "Apple";
+    case 0x6d: return "Microsoft";
+    case 0xc0: return "Ampere";
+    default:   return NULL;
+    }
+}
+
+int mk_probe_decode_arm(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
+                        uint64_t midr, mk_cpu_features *out)
+{
+    if (!out) return -1;
+    memset(out, 0, sizeof *out);
+    out->arch = MK_ARCH_AARCH64;
+    out->hwcap = hwcap;
+    out->hwcap2 = hwcap2;
+    out->midr = midr;
+    out->neon = (hwcap & MK_HWCAP_ASIMD) != 0;
+    out->sve = (hwcap & MK_HWCAP_SVE) != 0;
+    out->sve2 = out->sve && (hwcap2 & MK_HWCAP2_SVE2) != 0;
+    if (out->sve)
+        out->sve_vector_bits = (int)(sve_vl_bytes & 0xffffu) * 8;
+    if (midr) {   /* MIDR_EL1: implementer [31:24], variant [23:20], part [15:4], rev [3:0] */
+        out->family = (int)((midr >> 24) & 0xff);   /* implementer */
+        out->model = (int)((midr >> 4) & 0xfff);    /* part number */
+        out->stepping = (int)(midr & 0xf);          /* revision */
+        if (arm_implementer((unsigned)out->family))
+            snprintf(out->vendor, sizeof out->vendor, "%s",
+                     arm_implementer((unsigned)out->family));
+        else
+            snprintf(out->vendor, sizeof out->vendor, "0x%02x", (unsigned)out->family);
+        snprintf(out->model_name, sizeof out->model_name, "part 0x%03x r%up%u",
+                 (unsigned)out->model, (unsigned)((midr >> 20) & 0xf),
+                 (unsigned)out->stepping);
+    }
+    out->usable_neon = out->neon;
+    /* an SVE VL below 128 bits would be a broken report: do not trust it */
+    out->usable_sve = out->sve && out->sve_vector_bits >= 128;
+    return 0;
+}
+
+/* ---- the running CPU ------------------------------------------------------ */
+
+int mk_probe(mk_cpu_features *out)
+{
+    if (!out) return -1;
+#if defined(MK_X86)
+    {
+        mk_x86_regs r;
+        uint64_t xcr0;
+        mk_probe_read_x86(&r, &xcr0);
+        return mk_probe_decode_x86(&r, xcr0, out);
+    }
+#elif defined(MK_ARM_LINUX)
+    {
+        uint64_t hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2), midr = 0;
+        uint32_t vl = 0;
+        if (hwcap & MK_HWCAP_SVE) {          /* prctl fails (EINVAL) without SVE */
+            int r = prctl(PR_SVE_GET_VL, 0, 0, 0, 0);
+            if (r > 0) vl = (uint32_t)r & 0xffffu;
+        }
+        if (hwcap & MK_HWCAP_CPUID)          /* kernel emulates MRS of ID registers */
+            __asm__ volatile("mrs %0, MIDR_EL1" : "=r"(midr));
+        return mk_probe_decode_arm(hwcap, hwcap2, vl, midr, out);
+    }
+#else
+    memset(out, 0, sizeof *out);
+    out->arch = MK_ARCH_OTHER;
+    return 0;
+#endif
+}

@@ -1,0 +1,22 @@
+"""microkernel: prototype CPU SIMD GEMM micro-kernels, validate them, port the tile.
+
+Public names: ``probe()``, ``CpuInfo``, ``kernels()``, ``get_kernel(name)``,
+``TileSpec``, ``gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None)``.
+Importing the package compiles nothing: kernels are built on first use, after the
+probe has cleared their ISA.
+"""
+from .tile import TileSpec, TileError, BUILTIN_TILES
+# `probe` names the function; the module stays reachable as sys.modules["microkernel.probe"].
+from .probe import probe, CpuInfo
+from .gemm import gemm  # (same for `gemm`)
+
+__all__ = ["probe", "CpuInfo", "kernels", "get_kernel", "TileSpec", "TileError",
+           "BUILTIN_TILES", "gemm", "IsaUnavailableError"]
+__version__ = "0.1.0"
+
+
+def __getattr__(name):  # lazy: keep `import microkernel` free of cffi builds
+    if name in ("kernels", "get_kernel", "IsaUnavailableError"):
+        from . import dispatch
+        return getattr(dispatch, name)
+    raise AttributeError(f"module 'microkernel' has no attribute {name!r}")

@@ -1,0 +1,86 @@
+"""Cache blocking (KC, MC, NC) from the analytical model.
+
+Low, Igual, Smith and Quintana-Orti, "Analytical Modeling Is Enough for
+High-Performance BLIS", ACM TOMS 43(2), 2016 (as reproduced in BLIS
+kernels/armsve/3/bli_armsve_utils.c). With W ways, N sets, C-byte lines per level
+and S = 4 bytes per fp32 element:
+
+* KC (L1): the B micro-panel (KC x NR) stays in L1 while A micro-panels stream:
+  C_Ar = floor((W_L1 - 1) / (1 + NR/MR)),  KC = C_Ar * N_L1 * C_L1 / (MR * S)
+* MC (L2): the packed A block (MC x KC) fills the L2 ways not needed by B panels:
+  C_Ac = W_L2 - 1 - ceil(2 * KC * NR * S / (C_L2 * N_L2)),
+  MC = C_Ac * N_L2 * C_L2 / (KC * S), rounded down to a multiple of MR
+* NC (L3): the packed B block (KC x NC) likewise in L3:
+  C_Bc = W_L3 - 1 - ceil(2 * KC * MC * S / (C_L3 * N_L3)),
+  NC = C_Bc * N_L3 * C_L3 / (KC * S), rounded down to a multiple of NR and capped at
+  NC_CAP (the L3 is shared between cores; BLIS ships NC = 3072..4080 for x86).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+__all__ = ["Blocking", "model_blocking", "FALLBACK", "NC_CAP"]
+
+S = 4          # bytes per fp32 element
+NC_CAP = 4080  # columns
+
+
+@dataclasses.dataclass(frozen=True)
+class Blocking:
+    """KC, MC, NC in elements and the reason each was chosen."""
+    kc: int
+    mc: int
+    nc: int
+    why: tuple[str, ...] = ()
+
+    def replace(self, **kw) -> "Blocking":
+        """A copy with some of kc/mc/nc overridden (None keeps the model's value)."""
+        kw = {k: v for k, v in kw.items() if v is not None}
+        for k, v in kw.items():
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"blocking {k} must be a positive integer, got {v!r}")
+        why = self.why + tuple(f"{k.upper()}={v} overridden" for k, v in kw.items())
+        return dataclasses.replace(self, why=why, **kw)
+
+
+FALLBACK = Blocking(256, 120, 4080, ("caches unknown: BLIS-like defaults",))
+
+
+def _round_down(x: int, to: int) -> int:
+    return max(to, x // to * to)
+
+
+def model_blocking(mr: int, nr: int, caches) -> Blocking:
+    """Blocking for an MR x NR tile from ``caches`` (probe.Cache objects with
+    level, type, ways, sets, line_bytes). Falls back to :data:`FALLBACK` for any
+    level the probe could not read."""
+    def level(n):
+        for c in caches:
+            if c.level == n and c.type in ("Data", "Unified") and c.ways and c.sets and c.line_bytes:
+                return c
+        return None
+    l1, l2, l3 = level(1), level(2), level(3)
+    if l1 is None:
+        return FALLBACK
+    why = []
+    c_ar = max(1, math.floor((l1.ways - 1) / (1 + nr / mr)))
+    kc = max(8, c_ar * l1.sets * l1.line_bytes // (mr * S))
+    why.append(f"KC={kc}: L1 {l1.ways}-way x {l1.sets} sets x {l1.line_bytes} B, "
+               f"C_Ar={c_ar} ways hold A micro-panels")
+    if l2 is None:
+        mc = FALLBACK.mc
+        why.append(f"MC={mc}: no L2 data, default")
+    else:
+        c_ac = max(1, l2.ways - 1 - math.ceil(2 * kc * nr * S / (l2.line_bytes * l2.sets)))
+        mc = _round_down(c_ac * l2.sets * l2.line_bytes // (kc * S), mr)
+        why.append(f"MC={mc}: L2 {l2.ways}-way x {l2.sets} sets, C_Ac={c_ac} ways hold the A block")
+    if l3 is None:
+        nc = _round_down(FALLBACK.nc, nr)
+        why.append(f"NC={nc}: no L3 data, default")
+    else:
+        c_bc = max(1, l3.ways - 1 - math.ceil(2 * kc * mc * S / (l3.line_bytes * l3.sets)))
+        nc_model = c_bc * l3.sets * l3.line_bytes // (kc * S)
+        nc = _round_down(min(nc_model, NC_CAP), nr)
+        why.append(f"NC={nc}: L3 {l3.ways}-way x {l3.sets} sets gives {nc_model}, capped at {NC_CAP}")
+    return Blocking(kc, mc, nc, tuple(why))

@@ -1,0 +1,93 @@
+"""Runtime dispatch: which kernels this machine runs, and which one ``gemm`` uses.
+
+An ISA is usable when the probe says both the CPU and the OS support it
+(``probe().isas``). ``MICROKERNEL_ISA=<isa>`` narrows the usable set to that ISA plus
+scalar (to study a fallback path on a bigger CPU); naming an ISA this CPU or OS
+cannot run raises :class:`IsaUnavailableError`, never SIGILL: a kernel module is
+compiled and imported only after its ISA is cleared here.
+"""
+from __future__ import annotations
+
+import os
+
+from .tile import BUILTIN_TILES, ISAS, TileError, TileSpec
+
+__all__ = ["IsaUnavailableError", "usable_isas", "best_isa", "kernels", "get_kernel",
+           "default_tile"]
+
+
+class IsaUnavailableError(RuntimeError):
+    """The requested ISA is not supported by this CPU and OS (or by MICROKERNEL_ISA)."""
+
+
+def _probe():
+    from .probe import probe
+    return probe()
+
+
+def usable_isas() -> tuple[str, ...]:
+    """ISAs kernels may use here, least to most preferred (honours MICROKERNEL_ISA).
+
+    Raises ValueError for an unknown MICROKERNEL_ISA and IsaUnavailableError when the
+    forced ISA is not supported by this CPU and OS.
+    """
+    info = _probe()
+    forced = os.environ.get("MICROKERNEL_ISA", "").strip().lower()
+    if not forced:
+        return tuple(info.isas)
+    if forced not in ISAS:
+        raise ValueError(f"MICROKERNEL_ISA={forced!r} is not an ISA; valid: {', '.join(ISAS)}")
+    if forced not in info.isas:
+        raise IsaUnavailableError(
+            f"MICROKERNEL_ISA={forced}: this CPU/OS cannot run {forced} "
+            f"(the probe found: {', '.join(info.isas)})")
+    return tuple(dict.fromkeys(("scalar", forced)))
+
+
+def best_isa() -> str:
+    return usable_isas()[-1]
+
+
+def default_tile(isa: str | None = None) -> TileSpec:
+    """The built-in tile for ``isa`` (default: the best usable ISA)."""
+    isa = isa or best_isa()
+    for spec in BUILTIN_TILES:
+        if spec.isa == isa:
+            return spec
+    raise IsaUnavailableError(f"no built-in tile for ISA {isa!r}")
+
+
+def kernels() -> list[str]:
+    """Names of the built-in kernels this machine can run, best ISA first."""
+    usable = usable_isas()
+    runnable = [s for s in BUILTIN_TILES if s.isa in usable]
+    runnable.sort(key=lambda s: -usable.index(s.isa))
+    return [s.name for s in runnable]
+
+
+def get_kernel(name: str | TileSpec | None = None):
+    """Load a kernel by name (any legal tile name, e.g. ``avx512_12x32``), by spec, or
+    the default for the best usable ISA when ``name`` is None.
+
+    Raises TileError (bad or unknown name; lists the built-ins), IsaUnavailableError
+    (this CPU/OS cannot run the tile's ISA) and build.BuildError (compiler failure).
+    """
+    from .kernel import load
+    if name is None:
+        spec = default_tile()
+    elif isinstance(name, TileSpec):
+        spec = name
+    elif isinstance(name, str):
+        try:
+            spec = TileSpec.from_name(name)
+        except TileError as exc:
+            raise TileError(f"{exc}. Built-in kernels: "
+                            f"{', '.join(s.name for s in BUILTIN_TILES)}") from None
+    else:
+        raise TypeError(f"kernel must be a name, a TileSpec or None, not {type(name).__name__}")
+    usable = usable_isas()
+    if spec.isa not in usable:
+        raise IsaUnavailableError(
+            f"{spec.name} needs {spec.isa}, which this CPU/OS cannot run here "
+            f"(usable: {', '.join(usable)})")
+    return load(spec)

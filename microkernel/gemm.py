@@ -1,0 +1,162 @@
+"""``gemm()``: the front end. Checks arguments, picks a kernel, calls the C driver."""
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+
+from .blocking import Blocking, model_blocking
+
+__all__ = ["gemm", "blocking_for", "default_threads"]
+
+
+def default_threads() -> int:
+    """Threads for gemm(): $MICROKERNEL_NUM_THREADS, else 1."""
+    env = os.environ.get("MICROKERNEL_NUM_THREADS", "").strip()
+    if not env:
+        return 1
+    try:
+        n = int(env)
+    except ValueError:
+        raise ValueError(f"MICROKERNEL_NUM_THREADS={env!r} is not an integer") from None
+    if n < 1:
+        raise ValueError(f"MICROKERNEL_NUM_THREADS must be >= 1, got {n}")
+    return n
+
+
+_BLOCKING: dict = {}
+
+
+def blocking_for(kernel) -> Blocking:
+    """The analytical-model blocking (KC, MC, NC) for a loaded kernel on this machine."""
+    key = (kernel.mr, kernel.nr)
+    if key not in _BLOCKING:
+        from .probe import probe
+        _BLOCKING[key] = model_blocking(kernel.mr, kernel.nr, probe().caches)
+    return _BLOCKING[key]
+
+
+def _check_operand(name: str, x) -> None:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise TypeError(f"{name} has dtype {x.dtype}; gemm computes in float32 "
+                        f"(convert with {name}.astype(numpy.float32))")
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got {x.ndim}-D with shape {x.shape}")
+
+
+def _scalar(name: str, v) -> float:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
+    return float(v)
+
+
+def _native(x: np.ndarray) -> bool:
+    """True when the C driver can read x in place: 4-byte-aligned data, strides in
+    whole elements."""
+    return x.ctypes.data % 4 == 0 and all(s % 4 == 0 for s in x.strides)
+
+
+def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
+         blocking=None):
+    """C := alpha * A @ B + beta * C in float32, with BLAS semantics.
+
+    Parameters
+    ----------
+    A : ndarray, float32, shape (m, k)
+    B : ndarray, float32, shape (k, n)
+        Any 2-D views: transposed, sliced, negative strides, unaligned.
+    C : ndarray, float32, shape (m, n), optional
+        Updated in place and returned. None: a new array (then beta must be 0).
+    alpha, beta : real
+        beta == 0 never reads C (NaN/Inf there do not survive); alpha == 0 never
+        reads A or B; k == 0 gives beta*C; m == 0 or n == 0 touches nothing.
+    kernel : str, TileSpec or Kernel, optional
+        Tile to use (``"avx512_8x16"``); default: the best for this machine
+        (``MICROKERNEL_ISA`` may force the ISA).
+    threads : int, optional
+        OpenMP threads in the driver; default ``$MICROKERNEL_NUM_THREADS`` or 1.
+    blocking : Blocking or dict, optional
+        KC/MC/NC override; default from the analytical model on the probed caches.
+
+    Returns
+    -------
+    ndarray: C.
+
+    Raises
+    ------
+    TypeError
+        Operand not a float32 ndarray; alpha/beta not real.
+    ValueError
+        Wrong ndim, shape mismatch, C not writeable, C overlapping A or B, beta != 0
+        without C, bad threads/blocking.
+    IsaUnavailableError, TileError
+        From kernel selection (see ``microkernel.get_kernel``).
+    """
+    _check_operand("A", A)
+    _check_operand("B", B)
+    alpha = _scalar("alpha", alpha)
+    beta = _scalar("beta", beta)
+    m, k = A.shape
+    k2, n = B.shape
+    if k != k2:
+        raise ValueError(f"shape mismatch: A is {A.shape} and B is {B.shape}; "
+                         f"A's columns ({k}) must equal B's rows ({k2})")
+    if C is None:
+        if beta != 0.0:
+            raise ValueError(f"beta={beta} needs an input C; pass C or use beta=0")
+        C = np.empty((m, n), dtype=np.float32)
+    else:
+        _check_operand("C", C)
+        if C.shape != (m, n):
+            raise ValueError(f"shape mismatch: C is {C.shape}, expected {(m, n)} "
+                             f"for A {A.shape} @ B {B.shape}")
+        if not C.flags.writeable:
+            raise ValueError("C is not writeable")
+        for name, X in (("A", A), ("B", B)):
+            if X.size and C.size and np.shares_memory(C, X, max_work=10**6):
+                raise ValueError(f"C overlaps {name} in memory; gemm needs C distinct "
+                                 f"from its inputs")
+    if threads is None:
+        threads = default_threads()
+    elif not isinstance(threads, numbers.Integral) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    if m == 0 or n == 0:
+        return C
+
+    from .dispatch import get_kernel
+    from .kernel import Kernel
+    kern = kernel if isinstance(kernel, Kernel) else get_kernel(kernel)
+    blk = blocking_for(kern)
+    if isinstance(blocking, dict):
+        blk = blk.replace(**blocking)
+    elif isinstance(blocking, Blocking):
+        blk = blocking
+    elif blocking is not None:
+        raise TypeError(f"blocking must be a Blocking or a dict, not {type(blocking).__name__}")
+
+    # Views the driver cannot address element-wise (misaligned data, strides that are
+    # not whole elements) go through aligned copies.
+    if not _native(A):
+        A = np.ascontiguousarray(A)
+    if not _native(B):
+        B = np.ascontiguousarray(B)
+    out = C if _native(C) else (np.array(C, order="C") if beta != 0.0 else np.empty((m, n), np.float32))
+
+    ffi, lib = kern.ffi, kern.lib
+    cblk = ffi.new("mk_blocking *", (blk.kc, blk.mc, blk.nc))
+    fp = lambda x: ffi.cast("float *", x.ctypes.data)  # noqa: E731
+    rc = lib.mk_gemm(m, n, k, alpha,
+                     fp(A), A.strides[0] // 4, A.strides[1] // 4,
+                     fp(B), B.strides[0] // 4, B.strides[1] // 4,
+                     beta, fp(out), out.strides[0] // 4, out.strides[1] // 4,
+                     cblk, int(threads))
+    if rc == -1:
+        raise MemoryError("gemm: the packing workspace could not be allocated")
+    if rc != 0:
+        raise ValueError(f"gemm: the driver rejected its arguments (code {rc})")
+    if out is not C:
+        C[...] = out
+    return C

@@ -1,0 +1,144 @@
+"""A compiled kernel: one TileSpec's micro-kernel + the one driver, in one cffi module.
+
+Each kernel module holds the generated micro-kernel, the ISA's FMA peak loop, the
+ISA-free driver (``c_src/driver.c``) and timing helpers (``c_src/timing.c``), all
+compiled with that ISA's flags only (``tile.ISAS[isa].cflags``) plus -fopenmp. The
+module is built and imported only after the caller (``dispatch``) has checked that
+the probe cleared the ISA: importing it is the first time any of its instructions
+can run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from . import build, codegen
+from .tile import TileSpec
+
+CDEF = """
+typedef struct { int64_t kc, mc, nc; } mk_blocking;
+int64_t mk_mr(void);
+int64_t mk_nr(void);
+void mk_ukernel(int64_t kc, const float *alpha, const float *a, const float *b,
+                const float *beta, float *c, int64_t rs_c, int64_t cs_c);
+int mk_gemm(int64_t m, int64_t n, int64_t k, float alpha,
+            const float *a, int64_t rs_a, int64_t cs_a,
+            const float *b, int64_t rs_b, int64_t cs_b,
+            float beta, float *c, int64_t rs_c, int64_t cs_c,
+            const mk_blocking *blk, int nthreads);
+double mk_time_ukernel(int64_t kc, int64_t reps);
+double mk_fma_peak(int64_t iters, double *flops);
+int64_t mk_workspace_bytes(void);
+"""
+
+GLUE = """
+#include "driver.c"
+#include "timing.c"
+
+static mk_ukernel_desc mk_desc(void)
+{{
+    mk_ukernel_desc d = {{ {mr}, {nr}, {sym} }};
+    return d;
+}}
+int64_t mk_mr(void) {{ return {mr}; }}
+int64_t mk_nr(void) {{ return {nr}; }}
+void mk_ukernel(int64_t kc, const float *alpha, const float *a, const float *b,
+                const float *beta, float *c, int64_t rs_c, int64_t cs_c)
+{{
+    {sym}(kc, alpha, a, b, beta, c, rs_c, cs_c);
+}}
+int mk_gemm(int64_t m, int64_t n, int64_t k, float alpha,
+            const float *a, int64_t rs_a, int64_t cs_a,
+            const float *b, int64_t rs_b, int64_t cs_b,
+            float beta, float *c, int64_t rs_c, int64_t cs_c,
+            const mk_blocking *blk, int nthreads)
+{{
+    mk_ukernel_desc d = mk_desc();
+    return mk_gemm_driver(&d, blk, m, n, k, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
+                          beta, c, rs_c, cs_c, nthreads);
+}}
+double mk_time_ukernel(int64_t kc, int64_t reps)
+{{
+    mk_ukernel_desc d = mk_desc();
+    return mk_time_ukernel_desc(&d, kc, reps);
+}}
+"""
+
+#: flags every kernel module gets besides its ISA's own
+COMMON_CFLAGS = ("-O3", "-fopenmp", "-fno-math-errno", "-Wall")
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """A loaded kernel. ``module.lib`` has the C entry points of ``CDEF``."""
+    spec: TileSpec
+    module: object
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def lib(self):
+        return self.module.lib
+
+    @property
+    def ffi(self):
+        return self.module.ffi
+
+    @property
+    def mr(self) -> int:
+        return int(self.lib.mk_mr())
+
+    @property
+    def nr(self) -> int:
+        """NR in fp32 columns at this machine's vector length."""
+        return int(self.lib.mk_nr())
+
+    def ukernel(self, kc: int, alpha: float, a_panel, b_panel, beta: float, c):
+        """Call the micro-kernel once on packed panels (numpy float32, C-contiguous):
+        a_panel (kc, MR), b_panel (kc, NR), c (MR, NR) updated in place."""
+        ffi = self.ffi
+        fp = lambda x: ffi.cast("float *", x.ctypes.data)  # noqa: E731
+        al = ffi.new("float *", alpha)
+        be = ffi.new("float *", beta)
+        self.lib.mk_ukernel(kc, al, fp(a_panel), fp(b_panel), be, fp(c),
+                            c.strides[0] // 4, c.strides[1] // 4)
+        return c
+
+    def time_ukernel(self, kc: int = 256, reps: int = 20000) -> float:
+        """GFLOP/s of the micro-kernel with packed panels hot in L1 (timed in C)."""
+        secs = self.lib.mk_time_ukernel(kc, reps)
+        if secs < 0:
+            raise MemoryError("mk_time_ukernel could not allocate its panels")
+        return 2.0 * self.mr * self.nr * kc * reps / secs / 1e9
+
+    def fma_peak(self, iters: int = 20_000_000) -> float:
+        """GFLOP/s of independent FMA chains on one core for this kernel's ISA."""
+        flops = self.ffi.new("double *")
+        secs = self.lib.mk_fma_peak(iters, flops)
+        return flops[0] / secs / 1e9
+
+
+def module_source(spec: TileSpec) -> str:
+    """The whole C source of a kernel's module (micro-kernel, peak loop, glue)."""
+    family = codegen._family(spec.isa)
+    nr = family.nr_expr(spec) if hasattr(family, "nr_expr") else str(spec.nr)
+    glue = GLUE.format(mr=spec.mr, nr=nr, sym=codegen.symbol(spec))
+    return "\n".join([codegen.generate(spec), codegen.generate_peak(spec.isa), glue])
+
+
+@functools.lru_cache(maxsize=None)
+def load(spec: TileSpec) -> Kernel:
+    """Generate, compile (cached) and import ``spec``'s kernel module.
+
+    The caller must have checked that this CPU and OS run ``spec.isa``
+    (``dispatch.get_kernel`` does). Raises ``build.BuildError`` on compile errors.
+    """
+    src_dir = build.c_src_dir()
+    mod = build.load_module(
+        spec.name, CDEF, module_source(spec),
+        cflags=COMMON_CFLAGS + spec.info.cflags, include_dirs=(str(src_dir),),
+        ldflags=("-fopenmp",),
+        depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h"])
+    return Kernel(spec, mod)

@@ -1,0 +1,363 @@
+"""What this CPU *and* its OS can run: ISAs, vector length, registers, caches.
+
+:func:`probe` wraps the C probe in ``c_src/probe.c`` (compiled with baseline flags
+only) and the Linux sysfs cache description. Sources:
+
+- x86: Intel SDM vol. 2A, CPUID (leaves 1 and 7) and XGETBV; a feature counts only
+  when the OS saves its register state: AVX/FMA/AVX2 need CPUID.1:ECX.OSXSAVE and
+  (XCR0 & 0x6) == 0x6, AVX-512 also needs (XCR0 & 0xE6) == 0xE6 (Intel SDM vol. 1,
+  13.3). Virtual machines can report AVX-512 in CPUID with ZMM state off.
+- aarch64 Linux: Documentation/arch/arm64/elf_hwcaps.rst (AT_HWCAP bit 1 ASIMD,
+  bit 22 SVE; AT_HWCAP2 bit 1 SVE2) and Documentation/arch/arm64/sve.rst
+  (``prctl(PR_SVE_GET_VL) & 0xffff`` = current vector length in bytes).
+- caches: Linux Documentation/ABI/testing/sysfs-devices-system-cpu
+  (``/sys/devices/system/cpu/cpu0/cache/index*``).
+
+The ISA names are the keys of :data:`microkernel.tile.ISAS`. Forcing an ISA with
+``MICROKERNEL_ISA`` is handled by dispatch, not here; dispatch asks
+:meth:`CpuInfo.supports`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import pathlib
+import platform
+import sys
+from typing import Any
+
+from .tile import ISAS
+
+__all__ = [
+    "Cache", "CpuInfo", "ProbeError", "probe", "read_caches", "load_c_probe",
+    "info_from_c", "format_table", "cli_probe",
+]
+
+SYSFS_CACHE_DIR = "/sys/devices/system/cpu/cpu0/cache"
+
+
+class ProbeError(RuntimeError):
+    """The C probe could not be built or loaded."""
+
+
+# -- caches --------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Cache:
+    """One cache of cpu0, as Linux sysfs describes it.
+
+    ``type`` is ``"Data"``, ``"Instruction"`` or ``"Unified"``; ``size_bytes`` and
+    ``line_bytes`` are in bytes; ``ways``/``sets``/``line_bytes`` are None when sysfs
+    does not give them (``ways`` 0 means fully associative on some kernels).
+    """
+    level: int
+    type: str
+    size_bytes: int
+    ways: int | None
+    sets: int | None
+    line_bytes: int | None
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _parse_size(text: str) -> int:
+    """``"32K"`` -> 32768 bytes, ``"1024K"``, ``"32M"``, ``"512"`` (bytes).
+
+    Raises ValueError on anything else.
+    """
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in _SIZE_UNITS and not t[-1:].isdigit() else ""
+    num = t[: len(t) - len(unit)]
+    if not num.isdigit():
+        raise ValueError(f"bad cache size {text!r}")
+    return int(num) * _SIZE_UNITS[unit]
+
+
+def read_caches(root: str | os.PathLike = SYSFS_CACHE_DIR) -> tuple[Cache, ...]:
+    """The caches of cpu0 from Linux sysfs, sorted by (level, type).
+
+    Entries without a readable level, type or size (after trying ways*sets*line)
+    are skipped; a missing ``root`` (not Linux, or no sysfs) gives ``()``. Never
+    raises for missing or malformed files.
+    """
+    root = pathlib.Path(root)
+
+    def read(d: pathlib.Path, name: str) -> str | None:
+        try:
+            return (d / name).read_text().strip()
+        except OSError:
+            return None
+
+    def read_int(d: pathlib.Path, name: str) -> int | None:
+        v = read(d, name)
+        try:
+            return int(v) if v is not None else None
+        except ValueError:
+            return None
+
+    out = []
+    try:
+        dirs = sorted(root.glob("index*"))
+    except OSError:
+        return ()
+    for d in dirs:
+        level, ctype = read_int(d, "level"), read(d, "type")
+        ways = read_int(d, "ways_of_associativity")
+        sets = read_int(d, "number_of_sets")
+        line = read_int(d, "coherency_line_size")
+        size = None
+        raw = read(d, "size")
+        if raw:
+            try:
+                size = _parse_size(raw)
+            except ValueError:
+                size = None
+        if size is None and ways and sets and line:
+            size = ways * sets * line
+        if level is None or not ctype or size is None:
+            continue
+        out.append(Cache(level, ctype, size, ways, sets, line))
+    return tuple(sorted(out, key=lambda c: (c.level, c.type)))
+
+
+# -- the CPU -------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class CpuInfo:
+    """What :func:`probe` found.
+
+    Attributes
+    ----------
+    arch : str
+        ``"x86_64"``, ``"aarch64"`` or ``platform.machine()`` for other machines.
+    vendor, model_name : str
+        x86: CPUID vendor ID (``"GenuineIntel"``, ``"AuthenticAMD"``) and brand
+        string; aarch64: MIDR_EL1 implementer and part (``""`` when unreadable).
+    isas : tuple[str, ...]
+        ISAs (keys of ``tile.ISAS``) that the CPU *and* the OS can run, in
+        increasing order of preference; always starts with ``"scalar"``.
+    best_isa : str
+        ``isas[-1]``.
+    vector_bits : int
+        Vector width of ``best_isa`` in bits (SVE: the current VL; scalar: 32).
+    vector_registers : int
+        Architectural vector registers of ``best_isa``.
+    sve_vector_bits : int | None
+        Current SVE vector length in bits; None without usable SVE.
+    fma_units : int | None
+        FMA pipes per core for ``best_isa`` when known from the vendor's
+        optimization guide, else None (measure the peak instead).
+    caches : tuple[Cache, ...]
+        From Linux sysfs; ``()`` when unavailable.
+    features : dict
+        Raw feature bits and registers (CPUID bits, XCR0, HWCAPs, family/model).
+    """
+    arch: str
+    vendor: str
+    model_name: str
+    isas: tuple[str, ...]
+    best_isa: str
+    vector_bits: int
+    vector_registers: int
+    sve_vector_bits: int | None
+    fma_units: int | None
+    caches: tuple[Cache, ...]
+    features: dict[str, Any] = dataclasses.field(hash=False)
+
+    def supports(self, isa: str) -> bool:
+        """True when this CPU and OS can run ``isa``.
+
+        Raises ValueError for a name that is not a key of ``tile.ISAS``.
+        """
+        if isa not in ISAS:
+            raise ValueError(f"unknown ISA {isa!r}; valid ISAs: {', '.join(ISAS)}")
+        return isa in self.isas
+
+    def cache(self, level: int, type: str = "Data") -> Cache | None:
+        """The cache at ``level`` of ``type`` (``"Data"``, ``"Instruction"`` or
+        ``"Unified"``); a ``"Data"`` request falls back to a unified cache at that
+        level (L2/L3 are usually unified). None when there is none."""
+        for c in self.caches:
+            if c.level == level and c.type == type:
+                return c
+        if type == "Data":
+            return self.cache(level, "Unified")
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict (lists for tuples); see :meth:`from_json`."""
+        d = dataclasses.asdict(self)
+        d["isas"] = list(self.isas)
+        d["caches"] = [dataclasses.asdict(c) for c in self.caches]
+        d["features"] = dict(self.features)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "CpuInfo":
+        """Inverse of :meth:`to_json`. Raises KeyError/TypeError on a bad dict."""
+        d = dict(d)
+        d["isas"] = tuple(d["isas"])
+        d["caches"] = tuple(Cache(**c) for c in d["caches"])
+        d["features"] = dict(d["features"])
+        return cls(**d)
+
+
+# -- the C probe ---------------------------------------------------------------
+
+def _build_at_runtime():
+    """Compile the probe through :func:`microkernel.build.load_module` (source
+    trees that were never built); returns the module (``.ffi``, ``.lib``)."""
+    from . import _probe_build as pb
+    from .build import load_module
+    return load_module("probe", pb.CDEF, pb.source_text(), cflags=pb.CFLAGS)
+
+
+@functools.lru_cache(maxsize=None)
+def load_c_probe():
+    """``(ffi, lib)`` of the compiled C probe (``microkernel._probe``).
+
+    Uses the installed extension; from a source tree that was never built, compiles
+    it once with cffi (baseline flags) into the build cache of
+    :mod:`microkernel.build`. Raises :class:`ProbeError` when
+    neither works (no C compiler, no c_src/).
+    """
+    try:
+        from . import _probe as module  # type: ignore[attr-defined]
+    except ImportError:
+        try:
+            module = _build_at_runtime()
+        except Exception as exc:  # compiler missing, c_src missing, ...
+            raise ProbeError(f"cannot build the C CPU probe: {exc}") from exc
+    return module.ffi, module.lib
+
+
+_X86_FEATURES = ("sse2", "osxsave", "avx", "fma", "f16c", "avx2", "avx512f",
+                 "avx512dq", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+                 "avx512_fp16", "amx_tile", "hypervisor", "os_ymm", "os_zmm", "os_amx")
+_ARM_FEATURES = ("neon", "sve", "sve2")
+
+
+def _fma_units(vendor: str, family: int, best_isa: str) -> int | None:
+    # AMD Software Optimization Guides for family 17h (models 30h+, Zen 2) and 19h
+    # (Zen 3/4): two 256-bit FMA pipes (FP0, FP1). Zen 4's AVX-512 runs 512-bit
+    # FMAs on those 256-bit pipes, so we only claim it for avx2. Elsewhere the
+    # count varies by SKU (e.g. Xeon with one or two 512-bit FMA units): unknown.
+    if vendor == "AuthenticAMD" and family == 0x19 and best_isa == "avx2":
+        return 2
+    return None
+
+
+def info_from_c(ffi, feat, caches: tuple[Cache, ...] = ()) -> CpuInfo:
+    """Build a :class:`CpuInfo` from a filled ``mk_cpu_features *`` (from
+    ``mk_probe`` or one of the pure decoders, e.g. with injected CPUID values)."""
+    usable = {"scalar"}
+    if feat.arch == 1:
+        arch = "x86_64"
+        names = _X86_FEATURES
+        usable |= {isa for isa, ok in (("avx2", feat.usable_avx2),
+                                       ("avx512", feat.usable_avx512)) if ok}
+        features: dict[str, Any] = {n: bool(getattr(feat, n)) for n in names}
+        features.update(family=feat.family, model=feat.model,
+                        stepping=feat.stepping, xcr0=int(feat.xcr0))
+    elif feat.arch == 2:
+        arch = "aarch64"
+        usable |= {isa for isa, ok in (("neon", feat.usable_neon),
+                                       ("sve", feat.usable_sve)) if ok}
+        features = {n: bool(getattr(feat, n)) for n in _ARM_FEATURES}
+        features.update(hwcap=int(feat.hwcap), hwcap2=int(feat.hwcap2),
+                        midr=int(feat.midr), implementer=feat.family,
+                        part=feat.model, revision=feat.stepping)
+    else:
+        arch = platform.machine().lower() or "unknown"
+        features = {}
+    isas = tuple(n for n in ISAS if n in usable)   # ISAS is in preference order
+    best = isas[-1]
+    sve_bits = int(feat.sve_vector_bits) if "sve" in usable else None
+    vector_bits = sve_bits if best == "sve" else 32 * ISAS[best].lanes
+    vendor = ffi.string(feat.vendor).decode("ascii", "replace")
+    return CpuInfo(
+        arch=arch,
+        vendor=vendor,
+        model_name=ffi.string(feat.model_name).decode("ascii", "replace"),
+        isas=isas,
+        best_isa=best,
+        vector_bits=vector_bits,
+        vector_registers=ISAS[best].vector_registers,
+        sve_vector_bits=sve_bits,
+        fma_units=_fma_units(vendor, feat.family, best) if arch == "x86_64" else None,
+        caches=tuple(caches),
+        features=features,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def probe() -> CpuInfo:
+    """Probe the running CPU (cached for the life of the process).
+
+    Returns a :class:`CpuInfo`. Raises :class:`ProbeError` when the C probe can
+    neither be imported nor compiled.
+    """
+    ffi, lib = load_c_probe()
+    feat = ffi.new("mk_cpu_features *")
+    if lib.mk_probe(feat) != 0:
+        raise ProbeError("mk_probe() failed")
+    return info_from_c(ffi, feat, read_caches())
+
+
+# -- CLI -----------------------------------------------------------------------
+
+def _size(n: int) -> str:
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
+def format_table(info: CpuInfo) -> str:
+    """Plain-text rendering of ``info`` for ``microkernel probe``."""
+    rows = [
+        ("arch", info.arch),
+        ("vendor", info.vendor or "-"),
+        ("model", info.model_name or "-"),
+        ("ISAs (CPU and OS)", ", ".join(info.isas)),
+        ("best ISA", info.best_isa),
+        ("vector bits", str(info.vector_bits)),
+        ("vector registers", str(info.vector_registers)),
+        ("SVE vector bits", "-" if info.sve_vector_bits is None else str(info.sve_vector_bits)),
+        ("FMA units", "unknown" if info.fma_units is None else str(info.fma_units)),
+    ]
+    flags = [k for k, v in info.features.items() if v is True]
+    if flags:
+        rows.append(("feature bits", " ".join(flags)))
+    if "xcr0" in info.features:
+        rows.append(("XCR0", hex(info.features["xcr0"])))
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    if info.caches:
+        lines += ["", f"{'cache':<6} {'type':<12} {'size':>10} {'ways':>5} "
+                      f"{'sets':>6} {'line':>5}"]
+        for c in info.caches:
+            lines.append(f"L{c.level:<5} {c.type:<12} {_size(c.size_bytes):>10} "
+                         f"{c.ways if c.ways is not None else '-':>5} "
+                         f"{c.sets if c.sets is not None else '-':>6} "
+                         f"{c.line_bytes if c.line_bytes is not None else '-':>5}")
+    else:
+        lines += ["", "caches: not available (no Linux sysfs)"]
+    return "\n".join(lines)
+
+
+def cli_probe(json_out: bool = False) -> int:
+    """``microkernel probe [--json]``: print the table (or JSON) to stdout.
+
+    Returns the exit status: 0, or 1 (message on stderr) on :class:`ProbeError`.
+    """
+    try:
+        info = probe()
+    except ProbeError as exc:
+        print(f"microkernel probe: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(info.to_json()) if json_out else format_table(info))
+    return 0

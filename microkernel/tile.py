@@ -1,0 +1,308 @@
+"""Register-tile specs: the single source of truth for every mirror of a tile.
+
+A :class:`TileSpec` names an ISA and a register tile of C (MR rows x NR columns,
+fp32). Its name *is* its metadata (``avx512_8x16``, ``avx2_6x16``, ``scalar_4x4``,
+``neon_8x12``, ``sve_8x2v``). From one spec come the generated C micro-kernel
+(:mod:`microkernel.codegen`), the numpy reference tile loop
+(:func:`reference_ukernel`), the numba CUDA kernel (:mod:`microkernel.gpu`) and the
+register budget (:func:`register_budget`).
+
+For SVE the width is counted in vectors: ``sve_8x2v`` is MR = 8 and NR = 2 * VL
+lanes, with VL read at run time (``svcntw()``), so one binary runs at every vector
+length.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import warnings
+
+__all__ = [
+    "IsaInfo", "ISAS", "TileSpec", "RegisterBudget", "register_budget",
+    "BUILTIN_TILES", "TileError", "reference_ukernel", "pack_a", "pack_b",
+]
+
+
+class TileError(ValueError):
+    """A tile spec that is malformed or cannot fit the ISA's register file."""
+
+
+@dataclasses.dataclass(frozen=True)
+class IsaInfo:
+    """What the generator and the register model need to know about one ISA.
+
+    ``lanes`` is fp32 lanes per vector register (None: vector-length agnostic, SVE).
+    ``fma_latency`` (cycles) and ``fma_units`` (FMA pipes per core) feed the
+    latency bound of Low et al. 2016; they are typical values for the ISA's
+    mainstream cores (Intel optimization manual, Arm software optimization guides)
+    and can be refined by the probe.
+    """
+    name: str
+    arch: str               # "x86_64", "aarch64" or "any"
+    lanes: int | None
+    vector_registers: int
+    fma_latency: int
+    fma_units: int
+    cflags: tuple[str, ...]  # compiler flags for this ISA's module only
+
+
+ISAS: dict[str, IsaInfo] = {
+    "scalar": IsaInfo("scalar", "any", 1, 16, 4, 2, ()),
+    "avx2": IsaInfo("avx2", "x86_64", 8, 16, 4, 2, ("-mavx2", "-mfma")),
+    "avx512": IsaInfo("avx512", "x86_64", 16, 32, 4, 2,
+                      ("-mavx512f", "-mavx512vl", "-mavx512dq", "-mavx512bw", "-mavx2", "-mfma")),
+    "neon": IsaInfo("neon", "aarch64", 4, 32, 4, 2, ("-march=armv8-a",)),
+    "sve": IsaInfo("sve", "aarch64", None, 32, 4, 2, ("-march=armv8.2-a+sve",)),
+}
+
+DEFAULT_K_UNROLL = 4
+
+_NAME_RE = re.compile(r"^(?P<isa>[a-z0-9]+)_(?P<mr>\d+)x(?P<nr>\d+)(?P<v>v?)(?:_u(?P<ku>\d+))?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class TileSpec:
+    """One fp32 register tile for one ISA.
+
+    Parameters
+    ----------
+    isa : str
+        A key of :data:`ISAS` (``scalar``, ``avx2``, ``avx512``, ``neon``, ``sve``).
+    mr : int
+        Rows of the C register tile (A values broadcast per k step).
+    nr : int
+        Columns of the C register tile, in fp32 lanes; for ``sve`` it counts
+        *vectors* (NR = nr * VL/32 lanes at run time).
+    k_unroll : int
+        Copies of the k-step body in the inner loop (default 4).
+
+    Raises
+    ------
+    TileError
+        Unknown ISA, non-positive sizes, NR not a multiple of the ISA's lanes, or a
+        tile whose accumulators cannot fit the vector register file.
+    """
+    isa: str
+    mr: int
+    nr: int
+    k_unroll: int = DEFAULT_K_UNROLL
+    dtype: str = "f32"
+
+    def __post_init__(self):
+        if self.isa not in ISAS:
+            raise TileError(f"unknown ISA {self.isa!r}; valid ISAs: {', '.join(ISAS)}")
+        for field in ("mr", "nr", "k_unroll"):
+            v = getattr(self, field)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise TileError(f"{field} must be a positive integer, got {v!r}")
+        if self.dtype != "f32":
+            raise TileError(f"only dtype 'f32' is supported, got {self.dtype!r}")
+        lanes = self.info.lanes
+        if lanes is not None and self.nr % lanes:
+            raise TileError(
+                f"{self.isa} tile NR={self.nr} is not a multiple of its {lanes} fp32 lanes")
+        if self.mr > 64 or self.vectors_per_row > 64:
+            raise TileError(f"tile {self.mr}x{self.nr} is beyond any register file")
+        budget = register_budget(self)
+        # Scalar tiles are never refused: they are the portable fallback, and their
+        # operands can come from memory; `microkernel asm` shows what the compiler did.
+        if budget.needed > budget.available and self.isa != "scalar":
+            raise TileError(
+                f"{self.name} needs {budget.needed} vector registers "
+                f"({budget.accumulators} accumulators + {budget.b_vectors} B vectors + "
+                f"{budget.broadcasts} broadcast) but {self.isa} has {budget.available}; "
+                f"the compiler would spill the register tile to the stack")
+
+    # -- names ------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """``<isa>_<MR>x<NR>`` (``v`` suffix: NR in vectors), ``_u<k>`` if unroll != 4."""
+        suffix = "v" if self.is_vla else ""
+        unroll = "" if self.k_unroll == DEFAULT_K_UNROLL else f"_u{self.k_unroll}"
+        return f"{self.isa}_{self.mr}x{self.nr}{suffix}{unroll}"
+
+    @classmethod
+    def from_name(cls, name: str) -> "TileSpec":
+        """Parse a tile name such as ``avx512_12x32`` or ``sve_8x2v``.
+
+        Raises :class:`TileError` naming what is wrong.
+        """
+        m = _NAME_RE.match(name)
+        if not m:
+            raise TileError(
+                f"bad tile name {name!r}: expected <isa>_<MR>x<NR> (e.g. avx512_8x16) "
+                f"or sve_<MR>x<N>v; ISAs: {', '.join(ISAS)}")
+        isa = m["isa"]
+        if isa not in ISAS:
+            raise TileError(f"unknown ISA {isa!r} in {name!r}; valid ISAs: {', '.join(ISAS)}")
+        if (isa == "sve") != bool(m["v"]):
+            raise TileError(f"{name!r}: only sve tiles count NR in vectors ('v' suffix), "
+                            f"e.g. sve_8x2v")
+        ku = int(m["ku"]) if m["ku"] else DEFAULT_K_UNROLL
+        return cls(isa, int(m["mr"]), int(m["nr"]), k_unroll=ku)
+
+    def __str__(self) -> str:
+        return self.name
+
+    # -- derived facts ----------------------------------------------------------
+    @property
+    def info(self) -> IsaInfo:
+        return ISAS[self.isa]
+
+    @property
+    def is_vla(self) -> bool:
+        """True for vector-length-agnostic tiles (SVE): NR depends on the run-time VL."""
+        return self.info.lanes is None
+
+    @property
+    def vectors_per_row(self) -> int:
+        """Vector registers spanning one row of the tile (NR / lanes)."""
+        return self.nr if self.is_vla else self.nr // self.info.lanes
+
+    def lanes_at(self, vector_bits: int | None = None) -> int:
+        """fp32 lanes per vector; SVE needs ``vector_bits`` (128..2048)."""
+        if not self.is_vla:
+            return self.info.lanes
+        if vector_bits is None or vector_bits % 128 or not 128 <= vector_bits <= 2048:
+            raise TileError(f"{self.name}: SVE needs a vector length in bits "
+                            f"(multiple of 128, 128..2048), got {vector_bits!r}")
+        return vector_bits // 32
+
+    def nr_at(self, vector_bits: int | None = None) -> int:
+        """NR in fp32 columns (for SVE, at the given vector length in bits)."""
+        return self.vectors_per_row * self.lanes_at(vector_bits)
+
+    @property
+    def file_stem(self) -> str:
+        """XNNPACK-style file name: op, shape and ISA (``f32_gemm_8x16_avx512``)."""
+        nr = f"{self.nr}v" if self.is_vla else str(self.nr)
+        unroll = "" if self.k_unroll == DEFAULT_K_UNROLL else f"_u{self.k_unroll}"
+        return f"f32_gemm_{self.mr}x{nr}{unroll}_{self.isa}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisterBudget:
+    """Vector registers a tile needs, and the Low et al. latency bound.
+
+    ``needed = accumulators + b_vectors + broadcasts`` where accumulators =
+    MR * NR / lanes, b_vectors = NR / lanes (one B row per k step) and one register
+    for the broadcast A value. This is the register-bound form LIBXSMM checks
+    before generating a kernel. ``min_accumulators = fma_latency * fma_units`` is the
+    latency bound MR*NR >= lanes * L_fma * N_fma of Low, Igual, Smith and
+    Quintana-Orti, "Analytical Modeling Is Enough for High-Performance BLIS",
+    ACM TOMS 43(2), 2016.
+    """
+    accumulators: int
+    b_vectors: int
+    broadcasts: int
+    available: int
+    min_accumulators: int
+
+    @property
+    def needed(self) -> int:
+        return self.accumulators + self.b_vectors + self.broadcasts
+
+    @property
+    def hides_fma_latency(self) -> bool:
+        return self.accumulators >= self.min_accumulators
+
+    @property
+    def near_limit(self) -> bool:
+        return self.available - 1 <= self.needed <= self.available
+
+
+def register_budget(spec: TileSpec) -> RegisterBudget:
+    """Register budget of ``spec`` (counts of vector registers; see RegisterBudget)."""
+    info = spec.info
+    vpr = spec.vectors_per_row
+    return RegisterBudget(
+        accumulators=spec.mr * vpr,
+        b_vectors=vpr,
+        broadcasts=1,
+        available=info.vector_registers,
+        min_accumulators=info.fma_latency * info.fma_units,
+    )
+
+
+def check_budget(spec: TileSpec) -> RegisterBudget:
+    """Budget of ``spec``, warning (RuntimeWarning) when it is near the limit or
+    too small to hide FMA latency. Spec construction already refused overflows."""
+    b = register_budget(spec)
+    if b.near_limit:
+        warnings.warn(f"{spec.name} uses {b.needed} of {b.available} vector registers: "
+                      f"near the limit, check `microkernel asm {spec.name}` for spills",
+                      RuntimeWarning, stacklevel=2)
+    if not b.hides_fma_latency:
+        warnings.warn(f"{spec.name} has {b.accumulators} accumulators, fewer than the "
+                      f"{b.min_accumulators} (FMA latency x FMA units) needed to hide FMA "
+                      f"latency (Low et al. 2016)", RuntimeWarning, stacklevel=2)
+    return b
+
+
+#: The built-in tiles: just specs, generated and compiled through the same path as a
+#: user's. avx512_8x16 is the 8 rows x 16 lanes tile (8 zmm accumulators); avx2_6x16
+#: is BLIS haswell's shape; neon_8x12 is BLIS cortex-a57's; sve_8x2v is 2 vectors wide.
+BUILTIN_TILES: tuple[TileSpec, ...] = (
+    TileSpec("avx512", 8, 16),
+    TileSpec("avx2", 6, 16),
+    TileSpec("neon", 8, 12),
+    TileSpec("sve", 8, 2),
+    TileSpec("scalar", 4, 4),
+)
+
+
+# -- the numpy mirror of the micro-kernel ------------------------------------------
+
+def pack_a(a, mr: int):
+    """Pack an (m, kc) block of A into MR-tall micro-panels.
+
+    Returns a float32 array of shape (ceil(m/MR), kc, MR): panel p, step k holds
+    A[p*MR:(p+1)*MR, k], zero-padded past m. This is the layout the C driver's
+    packing writes and the micro-kernel reads (MR consecutive floats per k).
+    """
+    import numpy as np
+    m, kc = a.shape
+    panels = -(-m // mr)
+    out = np.zeros((panels, kc, mr), dtype=np.float32)
+    for p in range(panels):
+        rows = a[p * mr:(p + 1) * mr, :]
+        out[p, :, :rows.shape[0]] = rows.T
+    return out
+
+
+def pack_b(b, nr: int):
+    """Pack a (kc, n) block of B into NR-wide micro-panels: shape (ceil(n/NR), kc, NR),
+    zero-padded past n (NR consecutive floats per k)."""
+    import numpy as np
+    kc, n = b.shape
+    panels = -(-n // nr)
+    out = np.zeros((panels, kc, nr), dtype=np.float32)
+    for p in range(panels):
+        cols = b[:, p * nr:(p + 1) * nr]
+        out[p, :, :cols.shape[1]] = cols
+    return out
+
+
+def reference_ukernel(spec: TileSpec, kc: int, alpha: float, a_panel, b_panel,
+                      beta: float, c, *, vector_bits: int | None = None):
+    """The micro-kernel's loop in numpy, in the C kernel's loop order (for teaching
+    and tests): ``C := alpha * sum_k a_panel[k] (outer) b_panel[k] + beta * C``.
+
+    a_panel: (kc, MR) float32; b_panel: (kc, NR) float32; c: (MR, NR) float32,
+    updated in place and returned. Accumulation is in float32, one k step at a
+    time: for each k, broadcast each of the MR values of A against the NR-lane row
+    of B (one FMA per accumulator vector). beta == 0 never reads C.
+    """
+    import numpy as np
+    mr, nr = spec.mr, spec.nr_at(vector_bits)
+    acc = np.zeros((mr, nr), dtype=np.float32)
+    for k in range(kc):
+        b_row = b_panel[k]                      # load NR/lanes vectors of B
+        for i in range(mr):                     # broadcast A[i, k] ...
+            acc[i] += np.float32(a_panel[k, i]) * b_row   # ... and FMA into row i
+    acc *= np.float32(alpha)
+    if beta == 0:
+        c[...] = acc
+    else:
+        c[...] = acc + np.float32(beta) * c
+    return c
