@@ -13,7 +13,7 @@
  *
  * beta' is beta on the first KC block and 1 after it. General row and column strides
  * (negative included) are absorbed by packing; edge tiles (M % MR, N % NR) go
- * through a local MR x NR buffer. Packing buffers live in a per-calling-thread
+ * through the micro-kernel's edge entry point, else a local MR x NR buffer. Packing buffers live in a per-calling-thread
  * workspace that is grown when needed and reused (bounded by the blocking sizes),
  * freed when the thread exits. With OpenMP the team shares the packed blocks:
  * B and A are packed cooperatively, the (jr, ir) tiles are split between threads.
@@ -158,6 +158,10 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
 {
     if (mcur == uk->mr && ncur == uk->nr) {
         uk->ukernel(kc, alpha, ap, bp, beta, c, rs_c, cs_c);
+        return;
+    }
+    if (uk->edge) {
+        uk->edge(mcur, ncur, kc, alpha, ap, bp, beta, c, rs_c, cs_c);
         return;
     }
     const float zero = 0.0f;

@@ -30,10 +30,19 @@ typedef void (*mk_ukernel_fn)(int64_t kc, const float *alpha, const float *a,
                               const float *b, const float *beta, float *c,
                               int64_t rs_c, int64_t cs_c);
 
+/* Optional edge micro-kernel: the same update on the top-left m x n corner only
+ * (1 <= m <= MR, 1 <= n <= NR), e.g. with SVE predicates or AVX-512 masks; the
+ * panels are still full MR/NR wide (zero-padded). NULL: the driver goes through
+ * its MR x NR buffer instead. */
+typedef void (*mk_ukernel_edge_fn)(int64_t m, int64_t n, int64_t kc, const float *alpha,
+                                   const float *a, const float *b, const float *beta,
+                                   float *c, int64_t rs_c, int64_t cs_c);
+
 typedef struct {
     int64_t mr;             /* rows of the register tile */
     int64_t nr;             /* columns of the register tile (lanes) */
     mk_ukernel_fn ukernel;
+    mk_ukernel_edge_fn edge; /* may be NULL */
 } mk_ukernel_desc;
 
 /* Cache blocking in elements: KC (depth of a packed panel, sized for L1),

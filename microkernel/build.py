@@ -40,7 +40,7 @@ import threading
 
 import cffi
 
-__all__ = ["BuildError", "load_module", "cache_dir", "c_src_dir", "compiler", "BUILD_COUNT"]
+__all__ = ["BuildError", "build_module", "load_module", "cache_dir", "c_src_dir", "compiler", "BUILD_COUNT"]
 
 _LOCK = threading.RLock()
 _LOADED: dict[str, object] = {}
@@ -140,6 +140,30 @@ def _compile(modname: str, cdef: str, source: str, cflags, include_dirs, ldflags
         BUILD_COUNT[0] += 1
 
 
+def build_module(name: str, cdef: str, source: str, *, cflags=(), include_dirs=(),
+                 ldflags=(), depends=()) -> tuple[str, pathlib.Path]:
+    """Build (once) a cffi extension module into the cache WITHOUT importing it;
+    return (module name, path of the shared object). Safe for an ISA this CPU
+    cannot run (nothing of it executes). Arguments as for :func:`load_module`."""
+    h = hashlib.sha256()
+    for part in (cdef, source, "\0".join(cflags), "\0".join(map(str, ldflags)),
+                 _compiler_identity(tuple(compiler())), cffi.__version__,
+                 sys.implementation.cache_tag, sysconfig.get_config_var("EXT_SUFFIX") or "",
+                 sysconfig.get_platform()):
+        h.update(part.encode() + b"\0")
+    for dep in depends:
+        h.update(pathlib.Path(dep).read_bytes() + b"\0")
+    modname = f"_mk_{name}_{h.hexdigest()[:20]}"
+    dest = cache_dir() / f"{modname}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    with _LOCK:
+        if modname not in _LOADED and not (dest.exists() and _verified(dest)):
+            import filelock
+            with filelock.FileLock(str(dest) + ".lock"):
+                if not (dest.exists() and _verified(dest)):
+                    _compile(modname, cdef, source, cflags, include_dirs, ldflags, dest)
+    return modname, dest
+
+
 def load_module(name: str, cdef: str, source: str, *, cflags=(), include_dirs=(),
                 ldflags=(), depends=()):
     """Build (once) and import a cffi extension module; return it (``.lib``, ``.ffi``).
@@ -162,25 +186,9 @@ def load_module(name: str, cdef: str, source: str, *, cflags=(), include_dirs=()
     BuildError
         No compiler, or the compiler failed (its message is included).
     """
-    h = hashlib.sha256()
-    for part in (cdef, source, "\0".join(cflags), "\0".join(map(str, ldflags)),
-                 _compiler_identity(tuple(compiler())), cffi.__version__,
-                 sys.implementation.cache_tag, sysconfig.get_config_var("EXT_SUFFIX") or "",
-                 sysconfig.get_platform()):
-        h.update(part.encode() + b"\0")
-    for dep in depends:
-        h.update(pathlib.Path(dep).read_bytes() + b"\0")
-    modname = f"_mk_{name}_{h.hexdigest()[:20]}"
+    modname, dest = build_module(name, cdef, source, cflags=cflags, include_dirs=include_dirs,
+                                 ldflags=ldflags, depends=depends)
     with _LOCK:
-        if modname in _LOADED:
-            return _LOADED[modname]
-        directory = cache_dir()
-        dest = directory / f"{modname}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-        if not (dest.exists() and _verified(dest)):
-            import filelock
-            with filelock.FileLock(str(dest) + ".lock"):
-                if not (dest.exists() and _verified(dest)):
-                    _compile(modname, cdef, source, cflags, include_dirs, ldflags, dest)
-        mod = _import(modname, dest)
-        _LOADED[modname] = mod
-        return mod
+        if modname not in _LOADED:
+            _LOADED[modname] = _import(modname, dest)
+        return _LOADED[modname]

@@ -37,7 +37,7 @@ GLUE = """
 
 static mk_ukernel_desc mk_desc(void)
 {{
-    mk_ukernel_desc d = {{ {mr}, {nr}, {sym} }};
+    mk_ukernel_desc d = {{ {mr}, {nr}, {sym}, {edge} }};
     return d;
 }}
 int64_t mk_mr(void) {{ return {mr}; }}
@@ -124,8 +124,24 @@ def module_source(spec: TileSpec) -> str:
     """The whole C source of a kernel's module (micro-kernel, peak loop, glue)."""
     family = codegen._family(spec.isa)
     nr = family.nr_expr(spec) if hasattr(family, "nr_expr") else str(spec.nr)
-    glue = GLUE.format(mr=spec.mr, nr=nr, sym=codegen.symbol(spec))
+    edge = family.edge_symbol(spec) if hasattr(family, "edge_symbol") else "NULL"
+    glue = GLUE.format(mr=spec.mr, nr=nr, sym=codegen.symbol(spec), edge=edge)
     return "\n".join([codegen.generate(spec), codegen.generate_peak(spec.isa), glue])
+
+
+def _build_args(spec: TileSpec) -> dict:
+    src_dir = build.c_src_dir()
+    return dict(
+        name=spec.name, cdef=CDEF, source=module_source(spec),
+        cflags=COMMON_CFLAGS + spec.info.cflags, include_dirs=(str(src_dir),),
+        ldflags=("-fopenmp",),
+        depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h"])
+
+
+def compile_only(spec: TileSpec):
+    """Compile ``spec``'s module without importing it (any ISA, runnable here or
+    not); returns the path of the shared object (for disassembly)."""
+    return build.build_module(**_build_args(spec))[1]
 
 
 @functools.lru_cache(maxsize=None)
@@ -135,10 +151,4 @@ def load(spec: TileSpec) -> Kernel:
     The caller must have checked that this CPU and OS run ``spec.isa``
     (``dispatch.get_kernel`` does). Raises ``build.BuildError`` on compile errors.
     """
-    src_dir = build.c_src_dir()
-    mod = build.load_module(
-        spec.name, CDEF, module_source(spec),
-        cflags=COMMON_CFLAGS + spec.info.cflags, include_dirs=(str(src_dir),),
-        ldflags=("-fopenmp",),
-        depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h"])
-    return Kernel(spec, mod)
+    return Kernel(spec, build.load_module(**_build_args(spec)))

@@ -1,0 +1,254 @@
+"""``microkernel`` command line: probe | list | validate | bench | sweep | asm | cross | port.
+
+Each command that prints results takes ``--json``. Exit status: 0 on success, 1 when
+a validation fails, 2 on bad usage or an unavailable ISA/tool.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _console() -> Console:
+    import shutil
+    return Console(highlight=False, width=max(shutil.get_terminal_size((120, 24)).columns, 100))
+
+
+def _csv_ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _csv(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+# -- probe ------------------------------------------------------------------------------
+
+def cmd_probe(args) -> int:
+    from .blocking import model_blocking
+    from .dispatch import default_tile, usable_isas
+    from .probe import cli_probe, probe
+    info = probe()
+    spec = default_tile(usable_isas()[-1])
+    nr = spec.nr_at(info.sve_vector_bits) if spec.is_vla else spec.nr
+    blk = model_blocking(spec.mr, nr, info.caches)
+    if args.json:
+        d = info.to_json()
+        d["usable_isas"] = list(usable_isas())
+        d["default_kernel"] = spec.name
+        d["blocking"] = {"mr": spec.mr, "nr": nr, "kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
+                         "why": list(blk.why)}
+        print(json.dumps(d, indent=2))
+        return 0
+    rc = cli_probe(False)
+    con = _console()
+    con.print(f"\nusable ISAs (MICROKERNEL_ISA honoured): {', '.join(usable_isas())}")
+    t = Table(title=f"blocking for the default kernel {spec.name} (Low et al. 2016 model)")
+    for col in ("MR", "NR", "KC", "MC", "NC"):
+        t.add_column(col, justify="right")
+    t.add_row(*(str(x) for x in (spec.mr, nr, blk.kc, blk.mc, blk.nc)))
+    con.print(t)
+    for line in blk.why:
+        con.print(f"  {line}")
+    return rc
+
+
+# -- list ---------------------------------------------------------------------------------
+
+def cmd_list(args) -> int:
+    from .dispatch import usable_isas
+    from .tile import BUILTIN_TILES, register_budget
+    usable = usable_isas()
+    rows = []
+    for s in BUILTIN_TILES:
+        b = register_budget(s)
+        rows.append({"name": s.name, "isa": s.isa, "mr": s.mr,
+                     "nr": f"{s.nr}v" if s.is_vla else s.nr, "k_unroll": s.k_unroll,
+                     "registers": f"{b.needed}/{b.available}", "runnable_here": s.isa in usable,
+                     "source": f"c_src/ukernels/{s.file_stem}.c"})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    t = Table(title="built-in tiles (any <isa>_<MR>x<NR> name also works)")
+    for col in rows[0]:
+        t.add_column(col)
+    for r in rows:
+        t.add_row(*(str(v) for v in r.values()))
+    _console().print(t)
+    return 0
+
+
+# -- validate -----------------------------------------------------------------------------
+
+def cmd_validate(args) -> int:
+    from .dispatch import get_kernel, kernels
+    from .validate import run_catalogue
+    names = args.kernel or kernels()
+    report, failed = [], 0
+    t = Table(title="edge catalogue vs float64 reference (bound c*(K+2)*u*(|a||A||B|+|b||C0|), c=2)")
+    for col in ("kernel", "cases", "passed", "failed", "max err/bound", "guards"):
+        t.add_column(col, justify="right" if col not in ("kernel", "guards") else "left")
+    fails = []
+    for name in names:
+        k = get_kernel(name)
+        results = run_catalogue(k, quick=args.quick)
+        bad = [r for r in results if not r.ok]
+        failed += len(bad)
+        fails += bad
+        worst = max((r.err_ratio for r in results), default=0.0)
+        guards = "intact" if all(r.guard_ok for r in results) else "OVERWRITTEN"
+        t.add_row(k.name, str(len(results)), str(len(results) - len(bad)), str(len(bad)),
+                  f"{worst:.3f}", guards)
+        report.append({"kernel": k.name, "cases": len(results), "failed": len(bad),
+                       "max_err_over_bound": worst,
+                       "failures": [{"case": r.case.label, "err_over_bound": r.err_ratio,
+                                     "detail": r.detail} for r in bad]})
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        con = _console()
+        con.print(t)
+        for r in fails:
+            con.print(f"[red]FAIL[/red] {r.kernel} {r.case.label}: err/bound={r.err_ratio:.3g} {r.detail}")
+        con.print("[green]all cases passed[/green]" if not failed else f"[red]{failed} case(s) failed[/red]")
+    return 1 if failed else 0
+
+
+# -- bench --------------------------------------------------------------------------------
+
+def cmd_bench(args) -> int:
+    from . import bench
+    from .dispatch import get_kernel, kernels
+    from .workloads import load, square
+    names = args.kernel or kernels()
+    ks = [get_kernel(n) for n in names]
+    con = _console()
+    peak = bench.measure_peak(ks[0])
+    result = {"peak_gflops": peak, "peak_isa": ks[0].spec.isa, "numpy_blas": bench.numpy_blas_info(),
+              "l1": [], "gemm": []}
+    t = Table(title=f"micro-kernel in L1 (K={args.kc}); FMA peak {ks[0].spec.isa}: {peak:.1f} GFLOP/s")
+    for col in ("kernel", "GFLOP/s", "% of peak"):
+        t.add_column(col, justify="right")
+    for k in ks:
+        kpeak = peak if k.spec.isa == ks[0].spec.isa else bench.measure_peak(k)
+        g = bench.time_l1(k, kc=args.kc)
+        t.add_row(k.name, f"{g:.1f}", f"{100 * g / kpeak:.0f}%")
+        result["l1"].append({"kernel": k.name, "gflops": g, "peak_gflops": kpeak,
+                             "pct_peak": 100 * g / kpeak})
+    con.print(t)
+    problems = square(args.sizes) if args.workload == "square" else load(args.workload)
+    for threads in args.threads:
+        k = ks[0]
+        timings = bench.time_gemm_vs_numpy(k, problems, threads=threads, repeats=args.repeats)
+        t = Table(title=f"gemm() {k.name} vs numpy.matmul ({result['numpy_blas']}), "
+                        f"{threads} thread(s), medians of {args.repeats}")
+        for col in ("shape", "ours GFLOP/s", "numpy GFLOP/s", "ratio", "% of peak x threads"):
+            t.add_column(col, justify="right")
+        for tm in timings:
+            t.add_row(tm.label, f"{tm.ours_gflops:.1f}", f"{tm.numpy_gflops:.1f}", f"{tm.ratio:.2f}",
+                      f"{100 * tm.ours_gflops / (peak * threads):.0f}%")
+            result["gemm"].append({"kernel": k.name, "shape": tm.label, "threads": threads,
+                                   "ours_gflops": tm.ours_gflops, "numpy_gflops": tm.numpy_gflops,
+                                   "ratio": tm.ratio})
+        con.print(t)
+        con.print(f"median ratio ours/numpy ({threads} thread(s)): "
+                  f"{bench.median_ratio(timings):.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+        con.print(f"wrote {args.json}")
+    return 0
+
+
+# -- commands from other modules ----------------------------------------------------------
+
+def _delegate(module: str, add: str, run: str):
+    def add_args(p):
+        import importlib
+        mod = importlib.import_module(f"microkernel.{module}")
+        getattr(mod, add)(p)
+        p.set_defaults(func=lambda a: getattr(mod, run)(a))
+    return add_args
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; the module behind a delegated command (sweep, asm, cross, port) is
+    imported only when ``command`` names it, so `microkernel probe` stays light."""
+    parser = argparse.ArgumentParser(
+        prog="microkernel",
+        description="Prototype CPU SIMD GEMM micro-kernels, validate them, port the tile to CUDA.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("probe", help="what this CPU and OS can run, caches, blocking")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_probe)
+
+    p = sub.add_parser("list", help="built-in tiles and whether they run here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("validate", help="run the edge catalogue against numpy (float64)")
+    p.add_argument("--kernel", action="append", help="tile name (repeatable); default: all runnable")
+    p.add_argument("--quick", action="store_true", help="one case per remainder")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("bench", help="FMA peak, micro-kernel in L1, gemm() vs numpy")
+    p.add_argument("--kernel", action="append", help="tile name (repeatable); default: all runnable")
+    p.add_argument("--kc", type=int, default=256, help="K for the L1 timing (default 256)")
+    p.add_argument("--sizes", type=_csv_ints, default=[256, 512, 1024], help="square sizes")
+    p.add_argument("--workload", default="square", choices=["square", "deepbench", "minilm"])
+    p.add_argument("--threads", type=_csv_ints, default=[1], help="e.g. 1,2")
+    p.add_argument("--vs", default="numpy", choices=["numpy"], help="reference library")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--json", metavar="PATH", help="save results as JSON")
+    p.set_defaults(func=cmd_bench)
+
+    for name, module, add, run, help_ in (
+            ("sweep", "sweep", "add_sweep_arguments", "run_sweep",
+             "generate, compile, validate and rank tile shapes on real GEMM shapes"),
+            ("asm", "inspect", "add_asm_arguments", "run_asm",
+             "inner K loop disassembly, FMA/load/spill counts, llvm-mca cycles"),
+            ("cross", "cross", "add_cross_arguments", "run_cross",
+             "aarch64 NEON/SVE kernels under qemu at every vector length"),
+            ("port", "gpu.port", "add_port_arguments", "run_port",
+             "the numba CUDA kernel from the same tile, its resource report")):
+        p = sub.add_parser(name, help=help_)
+        if command != name:
+            continue
+        try:
+            _delegate(module, add, run)(p)
+        except ImportError as exc:
+            msg = str(exc)
+            p.set_defaults(func=lambda a, msg=msg, name=name: _missing(name, msg))
+    return parser
+
+
+def _missing(name: str, msg: str) -> int:
+    print(f"microkernel {name}: unavailable here ({msg})", file=sys.stderr)
+    return 2
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
+    args = parser.parse_args(argv)
+    from .build import BuildError
+    from .dispatch import IsaUnavailableError
+    from .tile import TileError
+    try:
+        return int(args.func(args) or 0)
+    except (IsaUnavailableError, TileError, BuildError, ValueError) as exc:
+        print(f"microkernel {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

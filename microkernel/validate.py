@@ -1,0 +1,253 @@
+"""The edge catalogue: every case a GEMM kernel is known to get wrong, checked
+against a float64 numpy reference with a stated error bound.
+
+Bound (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., sec. 3.5,
+inner products; FIELD_NOTES.md 2), element-wise for a float32 result:
+
+    |C - C_ref| <= c * (K + 2) * u * (|alpha| |A||B| + |beta| |C0|),  u = 2**-24
+
+with c = :data:`C_BOUND`; the "+2" covers the final alpha and beta roundings and
+makes K = 0 cases exact-ish (beta*C0 rounds once).
+
+Every output C is a view into a larger buffer filled with a guard value: anything
+outside the view that changes is reported as an out-of-bounds write. Cases cover
+every M remainder 1..MR-1 and N remainder 1..NR-1, K in {0, 1, unroll-1, unroll+1,
+KC-1, KC, KC+1}, M = 0 / N = 0, alpha = 0 with NaN in A and B, beta = 0 with NaN in
+C, transposed and strided views, negative strides, unaligned and misaligned buffers,
+small blockings that exercise every loop of the driver, and two threads.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+__all__ = ["Case", "Result", "catalogue", "make_operands", "reference", "check",
+           "run_case", "run_catalogue", "C_BOUND", "U", "GUARD"]
+
+U = 2.0 ** -24
+C_BOUND = 2.0
+GUARD = np.float32(-7.25e30)   # a value no correct GEMM writes here
+PAD = 3                        # guard elements around each view
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One GEMM problem. Layouts: 'c' (row-major), 'f' (column-major, i.e. a
+    transposed view), 's' (strided view, steps 2 and 3), 'n' (negative strides
+    on both axes), 'u' (data 4 bytes past a 64-byte boundary: unaligned vectors),
+    'm' (data 1 byte off: misaligned elements, gemm copies)."""
+    label: str
+    m: int
+    n: int
+    k: int
+    alpha: float = 1.0
+    beta: float = 0.0
+    a_layout: str = "c"
+    b_layout: str = "c"
+    c_layout: str = "c"
+    nan_c: bool = False      # fill C0 with NaN (only with beta == 0)
+    nan_ab: bool = False     # fill A and B with NaN (only with alpha == 0)
+    threads: int = 1
+    blocking: tuple | None = None   # (kc, mc, nc) override
+
+    @property
+    def id(self) -> str:
+        return self.label
+
+
+@dataclasses.dataclass
+class Result:
+    kernel: str
+    case: Case
+    ok: bool
+    err_ratio: float         # max |C - C_ref| / bound (<= 1 passes)
+    guard_ok: bool
+    detail: str = ""
+
+
+def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False) -> list[Case]:
+    """The edge catalogue for an MR x NR tile with k-unroll and blocking KC.
+
+    ``quick`` keeps one case per remainder (for emulated runs)."""
+    cases: list[Case] = []
+    add = cases.append
+    K = 19
+    for r in range(1, mr):
+        add(Case(f"m_rem{r}", r, nr, K))
+        if not quick:
+            add(Case(f"m_{mr}+{r}", mr + r, 2 * nr + 1, K, beta=0.5))
+    for r in range(1, nr):
+        add(Case(f"n_rem{r}", mr, r, K))
+        if not quick:
+            add(Case(f"n_{nr}+{r}", 2 * mr + 1, nr + r, K, beta=0.5))
+    ks = sorted({0, 1, max(k_unroll - 1, 1), k_unroll + 1, kc - 1, kc, kc + 1})
+    for k in ks:
+        add(Case(f"k{k}", mr + 1, nr + 1, k, alpha=1.5, beta=0.25))
+    add(Case("k0_beta0_nanC", mr + 2, nr + 3, 0, beta=0.0, nan_c=True))
+    add(Case("alpha0_nanAB", mr + 2, nr + 3, 9, alpha=0.0, beta=0.5, nan_ab=True))
+    add(Case("alpha0_beta0_nanAB_nanC", mr, nr, 9, alpha=0.0, beta=0.0, nan_ab=True, nan_c=True))
+    add(Case("beta0_nanC", 2 * mr + 3, 2 * nr + 5, 33, beta=0.0, nan_c=True))
+    add(Case("beta1", 2 * mr + 3, 2 * nr + 5, 33, alpha=-1.0, beta=1.0))
+    add(Case("alpha_beta", 2 * mr + 3, 2 * nr + 5, 33, alpha=-1.5, beta=0.7))
+    add(Case("m0", 0, nr, 5, beta=0.5))
+    add(Case("n0", mr, 0, 5, beta=0.5))
+    add(Case("mnk0", 0, 0, 0))
+    add(Case("one", 1, 1, 1, alpha=2.0, beta=-1.0))
+    for lay in "fsnum":
+        add(Case(f"A_{lay}", 2 * mr + 1, 2 * nr - 1, 37, beta=0.5, a_layout=lay))
+        add(Case(f"B_{lay}", 2 * mr + 1, 2 * nr - 1, 37, beta=0.5, b_layout=lay))
+        add(Case(f"C_{lay}", 2 * mr + 1, 2 * nr - 1, 37, beta=0.5, c_layout=lay))
+    add(Case("C_f_beta0_nanC", 2 * mr + 1, 2 * nr - 1, 37, c_layout="f", nan_c=True))
+    add(Case("all_n", 3 * mr - 1, 3 * nr - 1, 41, alpha=0.5, beta=2.0,
+             a_layout="n", b_layout="n", c_layout="n"))
+    add(Case("all_f", 3 * mr - 1, 3 * nr - 1, 41, beta=0.5, a_layout="f", b_layout="f",
+             c_layout="f"))
+    # tiny blocking: every loop of the driver (jc, pc, ic, jr, ir) runs several times
+    small = (max(k_unroll + 1, 5), 2 * mr, 2 * nr)
+    add(Case("small_blocking", 5 * mr + 3, 5 * nr + 7, 4 * small[0] + 3, beta=0.5, blocking=small))
+    add(Case("small_blocking_beta0_nanC", 5 * mr + 3, 5 * nr + 7, 4 * small[0] + 3, nan_c=True,
+             blocking=small))
+    add(Case("small_blocking_f", 5 * mr + 3, 5 * nr + 7, 4 * small[0] + 3, beta=0.5,
+             blocking=small, a_layout="f", b_layout="s", c_layout="n"))
+    add(Case("threads2", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=2))
+    add(Case("threads2_small_blocking", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=2,
+             blocking=small))
+    if not quick:
+        add(Case("medium", 131, 97, 300, alpha=0.75, beta=0.5))
+    return cases
+
+
+# -- operands -------------------------------------------------------------------------
+
+def _aligned_empty(nbytes: int, offset: int) -> np.ndarray:
+    """A uint8 buffer whose data starts `offset` bytes past a 64-byte boundary."""
+    raw = np.empty(nbytes + 128, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset
+    return raw[start:start + nbytes]
+
+
+def _view(rows: int, cols: int, layout: str, fill: np.ndarray | None = None):
+    """A (rows, cols) float32 view of the given layout inside a guarded buffer.
+
+    Returns (view, base, mask): base is the whole float32 buffer (guard-filled),
+    mask marks the elements the view covers."""
+    step_r, step_c = (2, 3) if layout == "s" else (1, 1)
+    br, bc = rows * step_r + 2 * PAD, cols * step_c + 2 * PAD
+    if layout in "um":
+        off = 4 if layout == "u" else 1
+        raw = _aligned_empty(br * bc * 4, off)
+        base = raw.view(np.float32) if off % 4 == 0 else np.ndarray((br * bc,), np.float32, raw)
+        base = base.reshape(br, bc)
+    else:
+        base = np.empty((br, bc), dtype=np.float32)
+    base[...] = GUARD
+    if layout == "f":
+        baseT = np.empty((bc, br), dtype=np.float32).T  # column-major storage
+        baseT[...] = GUARD
+        base = baseT
+    v = base[PAD:PAD + rows * step_r:step_r, PAD:PAD + cols * step_c:step_c]
+    if layout == "n":
+        v = v[::-1, ::-1]
+    mask = np.zeros(base.shape, dtype=bool)
+    mview = mask[PAD:PAD + rows * step_r:step_r, PAD:PAD + cols * step_c:step_c]
+    mview[...] = True
+    if fill is not None:
+        v[...] = fill
+    return v, base, mask
+
+
+def make_operands(case: Case, rng: np.random.Generator):
+    """(A, B, C, C0, base_c, mask_c): A, B, C are views in the case's layouts; C0 is a
+    copy of C's initial values; base_c/mask_c locate the guards around C."""
+    m, n, k = case.m, case.n, case.k
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    c0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    if case.nan_ab:
+        a[...] = np.nan
+        b[...] = np.nan
+    if case.nan_c:
+        c0[...] = np.nan
+    A, _, _ = _view(m, k, case.a_layout, a)
+    B, _, _ = _view(k, n, case.b_layout, b)
+    C, base_c, mask_c = _view(m, n, case.c_layout, c0)
+    return A, B, C, c0.copy(), base_c, mask_c
+
+
+def reference(A, B, C0, alpha: float, beta: float):
+    """(C_ref, bound): float64 reference with BLAS semantics and the element-wise
+    error bound (see module docstring)."""
+    m, k = A.shape
+    n = B.shape[1]
+    C_ref = np.zeros((m, n))
+    bound = np.zeros((m, n))
+    if alpha != 0 and k > 0:
+        A64, B64 = A.astype(np.float64), B.astype(np.float64)
+        C_ref += alpha * (A64 @ B64)
+        bound += abs(alpha) * (np.abs(A64) @ np.abs(B64))
+    if beta != 0:
+        C_ref += beta * C0.astype(np.float64)
+        bound += abs(beta) * np.abs(C0.astype(np.float64))
+    bound *= C_BOUND * (k + 2) * U
+    return C_ref, bound
+
+
+def check(C, C_ref, bound, base_c=None, mask_c=None) -> tuple[bool, float, bool, str]:
+    """(ok, err_ratio, guard_ok, detail) for a computed C."""
+    Cd = np.asarray(C, dtype=np.float64)
+    detail = []
+    if Cd.shape != C_ref.shape:
+        return False, np.inf, True, f"shape {Cd.shape} != {C_ref.shape}"
+    finite = np.isfinite(Cd)
+    if not finite.all():
+        detail.append(f"{int((~finite).sum())} non-finite values")
+    err = np.abs(Cd - C_ref)
+    # tiny floor so exact-zero bounds accept exact results only
+    ratio = float(np.max(err / np.maximum(bound, 1e-300), initial=0.0)) if Cd.size else 0.0
+    if not finite.all():
+        ratio = np.inf
+    guard_ok = True
+    if base_c is not None:
+        outside = base_c[~mask_c]
+        bad = outside != GUARD
+        if bad.any():
+            guard_ok = False
+            detail.append(f"{int(bad.sum())} guard values overwritten")
+    ok = ratio <= 1.0 and guard_ok
+    if ratio > 1.0 and np.isfinite(ratio):
+        i, j = np.unravel_index(np.argmax(err / np.maximum(bound, 1e-300)), err.shape)
+        detail.append(f"max error at ({i},{j}): got {Cd[i, j]:.7g}, want {C_ref[i, j]:.7g}")
+    return ok, ratio, guard_ok, "; ".join(detail)
+
+
+def run_case(kernel, case: Case, seed: int = 0) -> Result:
+    """Run one case through ``microkernel.gemm`` with ``kernel`` (a loaded Kernel)."""
+    from .blocking import Blocking
+    from .gemm import gemm
+    rng = np.random.default_rng(seed)
+    A, B, C, C0, base_c, mask_c = make_operands(case, rng)
+    blk = None
+    if case.blocking is not None:
+        blk = Blocking(*case.blocking, why=("catalogue override",))
+    try:
+        out = gemm(A, B, C, alpha=case.alpha, beta=case.beta, kernel=kernel,
+                   threads=case.threads, blocking=blk)
+    except Exception as exc:  # a kernel bug surfaces as a failed case, not a crash
+        return Result(kernel.name, case, False, np.inf, True, f"{type(exc).__name__}: {exc}")
+    if out is not C:
+        return Result(kernel.name, case, False, np.inf, True, "gemm did not return C")
+    C_ref, bound = reference(A, B, C0, case.alpha, case.beta)
+    ok, ratio, guard_ok, detail = check(C, C_ref, bound, base_c, mask_c)
+    return Result(kernel.name, case, ok, ratio, guard_ok, detail)
+
+
+def catalogue_for(kernel, quick: bool = False) -> list[Case]:
+    """The catalogue for a loaded kernel, with its real KC from the blocking model."""
+    from .gemm import blocking_for
+    return catalogue(kernel.mr, kernel.nr, kernel.spec.k_unroll, blocking_for(kernel).kc,
+                     quick=quick)
+
+
+def run_catalogue(kernel, quick: bool = False) -> list[Result]:
+    return [run_case(kernel, case, seed=i) for i, case in enumerate(catalogue_for(kernel, quick))]

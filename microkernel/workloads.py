@@ -1,0 +1,76 @@
+"""GEMM workloads: real problem shapes to time tiles on.
+
+* ``deepbench``: the DeepBench device-inference GEMM set (baidu-research/DeepBench,
+  code/kernels/gemm_problems.h, inference_device_set), shipped in
+  ``microkernel/data/deepbench_inference_device.csv``. ``scale`` divides every
+  dimension above 256 by that factor (>= 1) to shorten runs; 1 is the real set.
+* ``square``: n x n x n for the given sizes.
+* ``minilm``: the GEMMs of one MiniLM-L6 encoder layer on the model's real weights
+  (see :mod:`microkernel.minilm`).
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import importlib.resources
+
+__all__ = ["Problem", "deepbench", "square", "load"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """C(m x n) = A(m x k) @ B(k x n); a_t/b_t: the operand is a transposed view."""
+    m: int
+    n: int
+    k: int
+    a_t: bool = False
+    b_t: bool = False
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def label(self) -> str:
+        t = ("T" if self.a_t else "N") + ("T" if self.b_t else "N")
+        return f"{self.m}x{self.n}x{self.k}" + ("" if t == "NN" else f"_{t}")
+
+    def operands(self, rng):
+        """Random float32 (A, B) in this problem's layout."""
+        import numpy as np
+        a = rng.standard_normal((self.k, self.m) if self.a_t else (self.m, self.k), dtype=np.float32)
+        b = rng.standard_normal((self.n, self.k) if self.b_t else (self.k, self.n), dtype=np.float32)
+        return (a.T if self.a_t else a), (b.T if self.b_t else b)
+
+
+def deepbench(scale: int = 1) -> list[Problem]:
+    """The DeepBench inference (device) GEMM shapes; see the module docstring."""
+    if scale < 1:
+        raise ValueError(f"scale must be >= 1, got {scale}")
+    text = importlib.resources.files("microkernel.data").joinpath(
+        "deepbench_inference_device.csv").read_text()
+    rows = [r for r in csv.reader(line for line in text.splitlines()
+                                  if line and not line.startswith("#"))]
+    out = []
+    for r in rows[1:]:
+        m, n, k, at, bt = (int(x) for x in r)
+        if scale > 1:
+            m, n, k = (x // scale if x > 256 else x for x in (m, n, k))
+        out.append(Problem(m, n, k, bool(at), bool(bt)))
+    return out
+
+
+def square(sizes=(256, 512, 1024)) -> list[Problem]:
+    return [Problem(s, s, s) for s in sizes]
+
+
+def load(name: str, scale: int = 1) -> list[Problem]:
+    """A workload by name: 'deepbench', 'square' or 'minilm'."""
+    if name == "deepbench":
+        return deepbench(scale)
+    if name == "square":
+        return square()
+    if name == "minilm":
+        from .minilm import problems
+        return problems()
+    raise ValueError(f"unknown workload {name!r}; choose deepbench, square or minilm")
