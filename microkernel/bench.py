@@ -89,13 +89,14 @@ def _median_time(fn, repeats: int) -> float:
 
 def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
                        min_seconds: float = 0.02, seed: int = 0,
-                       numpy_cache: dict | None = None) -> list[GemmTiming]:
+                       numpy_cache: dict | None = None, blocking=None) -> list[GemmTiming]:
     """Time ``gemm(A, B, C, kernel=kernel, threads=threads)`` and ``numpy.matmul(A, B,
     out=C)`` on each problem, interleaved, with numpy's BLAS limited to ``threads``.
 
     Each timed sample repeats the call enough times to last ``min_seconds``; the
     median of ``repeats`` samples is kept. ``numpy_cache`` (dict) reuses numpy's
-    timing per (problem, threads) across kernels of one sweep.
+    timing per (problem, threads) across kernels of one sweep. ``blocking``
+    overrides the model's KC/MC/NC for our side.
     """
     from threadpoolctl import threadpool_limits
 
@@ -106,7 +107,7 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
         for p in problems:
             A, B = p.operands(rng)
             C = np.empty((p.m, p.n), dtype=np.float32)
-            ours = lambda: gemm(A, B, C, kernel=kernel, threads=threads)  # noqa: E731
+            ours = lambda: gemm(A, B, C, kernel=kernel, threads=threads, blocking=blocking)  # noqa: E731
             ref = lambda: np.matmul(A, B, out=C)  # noqa: E731
             ours()
             ref()

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set up microkernel on a fresh machine (Python 3.10+ and a C compiler):
+#   - a virtual environment in .venv with the package (editable) and its extras;
+#   - with --cross: the aarch64 cross compiler and qemu-user from Debian/Ubuntu
+#     packages (needs root or sudo), for `microkernel cross` and its tests.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="real"
+cross=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) extras="test,real,gpu" ;;
+    --cross) cross=1 ;;
+    *) echo "usage: scripts/setup.sh [--test] [--cross]" >&2; exit 2 ;;
+  esac
+done
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip setuptools wheel
+.venv/bin/python -m pip install -q -e ".[$extras]"
+if [ "$cross" = 1 ]; then
+  need=()
+  command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+  command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
+  command -v qemu-x86_64 >/dev/null || need+=(qemu-user)
+  if [ ${#need[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+fi
