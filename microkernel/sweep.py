@@ -210,13 +210,13 @@ def plot(result: dict, path: str) -> None:
                     c=[r["workload_gflops"] for r in rows], s=[40 + 6 * (r["l1_gflops"] or 0) for r in rows],
                     cmap="viridis")
     for r in rows:
-        ax.annotate(f"{r['workload_gflops']:.0f}", (r["nr"], r["mr"]), textcoords="offset points",
-                    xytext=(8, 4), fontsize=8)
+        ax.annotate(f"{r['workload_gflops']:.0f} (L1 {r['pct_peak']:.0f}% of peak)",
+                    (r["nr"], r["mr"]), textcoords="offset points", xytext=(10, 4), fontsize=7)
     cb = fig.colorbar(sc, ax=ax)
     cb.set_label("GFLOP/s on workload (marker size: GFLOP/s in L1)")
     if result.get("numpy_gflops"):
         cb.ax.axhline(result["numpy_gflops"], color="red", lw=2)
-        cb.ax.text(1.05, result["numpy_gflops"], " numpy", color="red", va="center",
+        cb.ax.text(-0.1, result["numpy_gflops"], "numpy ", color="red", va="center", ha="right",
                    transform=cb.ax.get_yaxis_transform(), fontsize=8)
     ax.set_xlabel("NR (fp32 lanes)")
     ax.set_ylabel("MR (rows)")
@@ -224,7 +224,6 @@ def plot(result: dict, path: str) -> None:
                  f"{result['peak_gflops']:.0f} GFLOP/s, numpy {result.get('numpy_gflops') or 0:.0f}; "
                  f"winner {result['winner']}", fontsize=9)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

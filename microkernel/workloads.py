@@ -25,6 +25,9 @@ class Problem:
     k: int
     a_t: bool = False
     b_t: bool = False
+    #: optional callable () -> (A, B) giving real operands (e.g. model weights)
+    source: object = dataclasses.field(default=None, compare=False, repr=False)
+    name: str = dataclasses.field(default="", compare=False)
 
     @property
     def flops(self) -> int:
@@ -33,11 +36,15 @@ class Problem:
     @property
     def label(self) -> str:
         t = ("T" if self.a_t else "N") + ("T" if self.b_t else "N")
-        return f"{self.m}x{self.n}x{self.k}" + ("" if t == "NN" else f"_{t}")
+        shape = f"{self.m}x{self.n}x{self.k}" + ("" if t == "NN" else f"_{t}")
+        return f"{self.name}:{shape}" if self.name else shape
 
     def operands(self, rng):
-        """Random float32 (A, B) in this problem's layout."""
+        """float32 (A, B): the real operands when the problem has a source, else random
+        ones in this problem's layout."""
         import numpy as np
+        if self.source is not None:
+            return self.source()
         a = rng.standard_normal((self.k, self.m) if self.a_t else (self.m, self.k), dtype=np.float32)
         b = rng.standard_normal((self.n, self.k) if self.b_t else (self.k, self.n), dtype=np.float32)
         return (a.T if self.a_t else a), (b.T if self.b_t else b)

@@ -1,0 +1,58 @@
+"""The `microkernel` command line, end to end (in-process)."""
+import json
+
+import pytest
+
+import microkernel as mk
+from microkernel.cli import main
+
+
+def test_probe_json(capsys):
+    assert main(["probe", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["isas"][0] == "scalar" and d["best_isa"] in d["isas"]
+    assert d["blocking"]["kc"] > 0 and d["blocking"]["why"]
+
+
+def test_list_and_validate(capsys):
+    assert main(["list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["name"] for r in rows} >= {"avx512_8x16", "avx2_6x16", "scalar_4x4"}
+    assert main(["validate", "--kernel", "scalar_4x4", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep[0]["kernel"] == "scalar_4x4" and rep[0]["cases"] > 40 and rep[0]["failed"] == 0
+
+
+def test_unrunnable_isa_is_exit_2_with_message(capsys, monkeypatch):
+    missing = [i for i in ("avx512", "avx2", "neon", "sve") if not mk.probe().supports(i)]
+    assert main(["validate", "--kernel", f"{missing[0]}_8x16" if missing[0] != "sve"
+                 else "sve_8x2v"]) == 2
+    assert missing[0] in capsys.readouterr().err
+
+
+def test_sweep_small(tmp_path, capsys):
+    isa = mk.probe().best_isa
+    lanes = mk.tile.ISAS[isa].lanes
+    out = tmp_path / "s.json"
+    png = tmp_path / "s.png"
+    rc = main(["sweep", "--isa", isa, "--mr", "2,4", "--nr", str(2 * lanes), "--workload", "square",
+               "--repeats", "1", "--json", str(out), "--plot", str(png)])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert [r["name"] for r in res["rows"]] and res["winner"] in {r["name"] for r in res["rows"]}
+    assert all(r["valid"] and r["cases"] > 0 for r in res["rows"])
+    assert png.stat().st_size > 1000
+    assert "winner" in capsys.readouterr().out
+
+
+def test_bench_runs_and_saves(tmp_path):
+    out = tmp_path / "b.json"
+    assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "64", "--repeats", "1",
+                 "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["peak_gflops"] > 0 and d["l1"][0]["gflops"] > 0 and d["gemm"][0]["ratio"] > 0
+
+
+def test_bad_usage_exits_nonzero():
+    with pytest.raises(SystemExit):
+        main(["sweep", "--mr", "x"])
