@@ -177,6 +177,57 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
 static int64_t mk_min(int64_t x, int64_t y) { return x < y ? x : y; }
 static int64_t mk_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+/* The loops of one GEMM, run by every thread of the team (or by the caller alone):
+ * packing and the (jr, ir) tiles are shared out with orphaned `omp for`
+ * constructs, which bind to the enclosing parallel region, if any. */
+static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
+                     int64_t mc_blk, int64_t nc_blk, int64_t kc_blk, float alpha,
+                     const float *a, int64_t rs_a, int64_t cs_a,
+                     const float *b, int64_t rs_b, int64_t cs_b, float beta,
+                     float *c, int64_t rs_c, int64_t cs_c,
+                     float *a_pack, float *b_pack, float *edges, size_t edge_floats)
+{
+    const int64_t mr = uk->mr, nr = uk->nr;
+    const float one = 1.0f;
+#ifdef _OPENMP
+    float *edge = edges + edge_floats * (size_t)omp_get_thread_num();
+#else
+    float *edge = edges;
+#endif
+    for (int64_t jc = 0; jc < n; jc += nc_blk) {
+        const int64_t nc = mk_min(nc_blk, n - jc);
+        const int64_t npanels = (nc + nr - 1) / nr;
+        for (int64_t pc = 0; pc < k; pc += kc_blk) {
+            const int64_t kc = mk_min(kc_blk, k - pc);
+            const float *beta_p = pc == 0 ? &beta : &one;
+#pragma omp for schedule(static)
+            for (int64_t jp = 0; jp < npanels; ++jp) {
+                const int64_t j = jp * nr;
+                mk_pack_b_panel(kc, mk_min(nr, nc - j), b + pc * rs_b + (jc + j) * cs_b,
+                                rs_b, cs_b, nr, b_pack + j * kc);
+            }
+            for (int64_t ic = 0; ic < m; ic += mc_blk) {
+                const int64_t mc = mk_min(mc_blk, m - ic);
+                const int64_t mpanels = (mc + mr - 1) / mr;
+#pragma omp for schedule(static)
+                for (int64_t ip = 0; ip < mpanels; ++ip) {
+                    const int64_t i = ip * mr;
+                    mk_pack_a_panel(mk_min(mr, mc - i), kc, a + (ic + i) * rs_a + pc * cs_a,
+                                    rs_a, cs_a, mr, a_pack + i * kc);
+                }
+#pragma omp for collapse(2) schedule(static)
+                for (int64_t jp = 0; jp < npanels; ++jp)
+                    for (int64_t ip = 0; ip < mpanels; ++ip) {
+                        const int64_t i = ip * mr, j = jp * nr;
+                        mk_tile(uk, mk_min(mr, mc - i), mk_min(nr, nc - j), kc, &alpha,
+                                a_pack + i * kc, b_pack + j * kc, beta_p,
+                                c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
+                    }
+            }
+        }
+    }
+}
+
 /* ---- the driver ----------------------------------------------------------------------- */
 
 /*
@@ -230,47 +281,13 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
     if (!ws)
         return MK_ENOMEM;
     float *a_pack = ws, *b_pack = ws + a_floats, *edges = ws + a_floats + b_floats;
-    const float one = 1.0f;
-
-#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
-    {
-#ifdef _OPENMP
-        float *edge = edges + edge_floats * (size_t)omp_get_thread_num();
-#else
-        float *edge = edges;
-#endif
-        for (int64_t jc = 0; jc < n; jc += nc_blk) {
-            const int64_t nc = mk_min(nc_blk, n - jc);
-            const int64_t npanels = (nc + nr - 1) / nr;
-            for (int64_t pc = 0; pc < k; pc += kc_blk) {
-                const int64_t kc = mk_min(kc_blk, k - pc);
-                const float *beta_p = pc == 0 ? &beta : &one;
-#pragma omp for schedule(static)
-                for (int64_t jp = 0; jp < npanels; ++jp) {
-                    const int64_t j = jp * nr;
-                    mk_pack_b_panel(kc, mk_min(nr, nc - j), b + pc * rs_b + (jc + j) * cs_b,
-                                    rs_b, cs_b, nr, b_pack + j * kc);
-                }
-                for (int64_t ic = 0; ic < m; ic += mc_blk) {
-                    const int64_t mc = mk_min(mc_blk, m - ic);
-                    const int64_t mpanels = (mc + mr - 1) / mr;
-#pragma omp for schedule(static)
-                    for (int64_t ip = 0; ip < mpanels; ++ip) {
-                        const int64_t i = ip * mr;
-                        mk_pack_a_panel(mk_min(mr, mc - i), kc, a + (ic + i) * rs_a + pc * cs_a,
-                                        rs_a, cs_a, mr, a_pack + i * kc);
-                    }
-#pragma omp for collapse(2) schedule(static)
-                    for (int64_t jp = 0; jp < npanels; ++jp)
-                        for (int64_t ip = 0; ip < mpanels; ++ip) {
-                            const int64_t i = ip * mr, j = jp * nr;
-                            mk_tile(uk, mk_min(mr, mc - i), mk_min(nr, nc - j), kc, &alpha,
-                                    a_pack + i * kc, b_pack + j * kc, beta_p,
-                                    c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
-                        }
-                }
-            }
-        }
+    if (nthreads == 1) {
+        mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
+                 beta, c, rs_c, cs_c, a_pack, b_pack, edges, edge_floats);
+    } else {
+#pragma omp parallel num_threads(nthreads)
+        mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
+                 beta, c, rs_c, cs_c, a_pack, b_pack, edges, edge_floats);
     }
     return MK_OK;
 }

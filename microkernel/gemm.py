@@ -7,6 +7,8 @@ import os
 import numpy as np
 
 from .blocking import Blocking, model_blocking
+from .dispatch import get_kernel
+from .kernel import Kernel
 
 __all__ = ["gemm", "blocking_for", "default_threads"]
 
@@ -56,7 +58,33 @@ def _scalar(name: str, v) -> float:
 def _native(x: np.ndarray) -> bool:
     """True when the C driver can read x in place: 4-byte-aligned data, strides in
     whole elements."""
+    if x.flags.aligned and x.flags.c_contiguous:
+        return True
     return x.ctypes.data % 4 == 0 and all(s % 4 == 0 for s in x.strides)
+
+
+def _ptr(ffi, x: np.ndarray):
+    """``float *`` to x's first element (the fast buffer path for contiguous arrays)."""
+    if x.flags.c_contiguous:
+        return ffi.from_buffer("float[]", x)
+    if x.flags.f_contiguous:
+        return ffi.from_buffer("float[]", x.T)
+    return ffi.cast("float *", x.ctypes.data)
+
+
+_DEFAULT: dict = {}
+_CBLOCKING: dict = {}
+
+
+def _kernel(kernel) -> Kernel:
+    if isinstance(kernel, Kernel):
+        return kernel
+    if kernel is None:  # the default, per MICROKERNEL_ISA value
+        key = os.environ.get("MICROKERNEL_ISA")
+        if key not in _DEFAULT:
+            _DEFAULT[key] = get_kernel(None)
+        return _DEFAULT[key]
+    return get_kernel(kernel)
 
 
 def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
@@ -116,7 +144,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         if not C.flags.writeable:
             raise ValueError("C is not writeable")
         for name, X in (("A", A), ("B", B)):
-            if X.size and C.size and np.shares_memory(C, X, max_work=10**6):
+            if (X.size and C.size and np.may_share_memory(C, X)
+                    and np.shares_memory(C, X, max_work=10**6)):
                 raise ValueError(f"C overlaps {name} in memory; gemm needs C distinct "
                                  f"from its inputs")
     if threads is None:
@@ -126,9 +155,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     if m == 0 or n == 0:
         return C
 
-    from .dispatch import get_kernel
-    from .kernel import Kernel
-    kern = kernel if isinstance(kernel, Kernel) else get_kernel(kernel)
+    kern = _kernel(kernel)
     blk = blocking_for(kern)
     if isinstance(blocking, dict):
         blk = blk.replace(**blocking)
@@ -146,12 +173,15 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     out = C if _native(C) else (np.array(C, order="C") if beta != 0.0 else np.empty((m, n), np.float32))
 
     ffi, lib = kern.ffi, kern.lib
-    cblk = ffi.new("mk_blocking *", (blk.kc, blk.mc, blk.nc))
-    fp = lambda x: ffi.cast("float *", x.ctypes.data)  # noqa: E731
+    ckey = (kern.name, blk.kc, blk.mc, blk.nc)
+    cblk = _CBLOCKING.get(ckey)
+    if cblk is None:
+        cblk = _CBLOCKING[ckey] = ffi.new("mk_blocking *", (blk.kc, blk.mc, blk.nc))
+    sa, sb, sc = A.strides, B.strides, out.strides
     rc = lib.mk_gemm(m, n, k, alpha,
-                     fp(A), A.strides[0] // 4, A.strides[1] // 4,
-                     fp(B), B.strides[0] // 4, B.strides[1] // 4,
-                     beta, fp(out), out.strides[0] // 4, out.strides[1] // 4,
+                     _ptr(ffi, A), sa[0] // 4, sa[1] // 4,
+                     _ptr(ffi, B), sb[0] // 4, sb[1] // 4,
+                     beta, _ptr(ffi, out), sc[0] // 4, sc[1] // 4,
                      cblk, int(threads))
     if rc == -1:
         raise MemoryError("gemm: the packing workspace could not be allocated")
