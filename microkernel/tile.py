@@ -55,7 +55,7 @@ ISAS: dict[str, IsaInfo] = {
     "sve": IsaInfo("sve", "aarch64", None, 32, 4, 2, ("-march=armv8.2-a+sve",)),
 }
 
-DEFAULT_K_UNROLL = 4
+DEFAULT_K_UNROLL = 1  # u2/u4 made GCC 12 -O3 spill near-full tiles (microkernel asm; see docs)
 
 _NAME_RE = re.compile(r"^(?P<isa>[a-z0-9]+)_(?P<mr>\d+)x(?P<nr>\d+)(?P<v>v?)(?:_u(?P<ku>\d+))?$")
 
@@ -74,7 +74,8 @@ class TileSpec:
         Columns of the C register tile, in fp32 lanes; for ``sve`` it counts
         *vectors* (NR = nr * VL/32 lanes at run time).
     k_unroll : int
-        Copies of the k-step body in the inner loop (default 4).
+        Copies of the k-step body in the inner loop (default 1: with 2 or 4, GCC 12 -O3
+        spilled near-full tiles such as avx2_6x16 to the stack; `microkernel asm` shows it).
 
     Raises
     ------
@@ -116,7 +117,7 @@ class TileSpec:
     # -- names ------------------------------------------------------------------
     @property
     def name(self) -> str:
-        """``<isa>_<MR>x<NR>`` (``v`` suffix: NR in vectors), ``_u<k>`` if unroll != 4."""
+        """``<isa>_<MR>x<NR>`` (``v`` suffix: NR in vectors), ``_u<k>`` if unroll != 1."""
         suffix = "v" if self.is_vla else ""
         unroll = "" if self.k_unroll == DEFAULT_K_UNROLL else f"_u{self.k_unroll}"
         return f"{self.isa}_{self.mr}x{self.nr}{suffix}{unroll}"

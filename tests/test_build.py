@@ -40,7 +40,7 @@ def test_register_budget_refuses_and_warns():
 
 
 def test_names_round_trip():
-    for name in ("avx512_8x16", "sve_8x2v", "neon_8x12", "scalar_4x4", "avx2_6x16_u2"):
+    for name in ("avx512_8x16", "sve_8x2v", "neon_8x12", "scalar_4x4", "avx2_6x16_u4"):
         assert TileSpec.from_name(name).name == name
     for bad in ("avx512_8x", "sve_8x16", "neon_8x2v", "avx512-8x16"):
         with pytest.raises(mk.TileError):

@@ -1,0 +1,364 @@
+"""Tests for microkernel.inspect (`microkernel asm`): disassembly of the micro-kernel,
+the inner-K-loop counts (FMAs, loads, broadcasts, spills), llvm-mca parsing, measured
+cycles, the register-budget refusal and the CLI functions.
+
+Counting tests on real kernels compile them with compile_only (never imported), so the
+avx512 ones run on any x86-64 host with a compiler and objdump."""
+import argparse
+import json
+import platform
+import shutil
+
+import pytest
+
+from microkernel import inspect as mi
+from microkernel.tile import TileError, TileSpec, register_budget
+
+IS_X86 = platform.machine().lower() in ("x86_64", "amd64")
+HAS_OBJDUMP = shutil.which("objdump") is not None
+HAS_MCA = mi._llvm_mca() is not None
+
+needs_x86 = pytest.mark.skipif(not (IS_X86 and HAS_OBJDUMP),
+                               reason="needs an x86-64 host with objdump")
+needs_mca = pytest.mark.skipif(not HAS_MCA, reason="llvm-mca not installed")
+
+
+def _usable():
+    try:
+        from microkernel.dispatch import usable_isas
+        return usable_isas()
+    except Exception:      # noqa: BLE001
+        return ()
+
+
+# -- synthetic listings: the parser and counters, no compiler needed ---------------------
+
+# objdump -d --no-show-raw-insn -M intel style; a preamble, the K loop (2 k steps of a
+# 2x16 avx512 tile: 1 B load + 2 embedded broadcasts per step), one spill and one reload,
+# and a second (epilogue) loop with scalar FMAs that must not be chosen.
+LISTING = """\
+0000000000001000 <mk_ukernel_test>:
+    1000:\tpush   rbp
+    1001:\tmov    rbp,rsp
+    1004:\tsub    rsp,0x40
+    1008:\tmov    rax,QWORD PTR [rbp+0x10]
+    1010:\tvmovups zmm2,ZMMWORD PTR [rcx]
+    1016:\tvfmadd231ps zmm0,zmm2,DWORD BCST [rdx]
+    101d:\tvfmadd231ps zmm1,zmm2,DWORD BCST [rdx+0x4]
+    1024:\tvmovaps ZMMWORD PTR [rsp+0x40],zmm1
+    102c:\tvmovups zmm2,ZMMWORD PTR [rcx+0x40]
+    1033:\tvbroadcastss zmm3,DWORD PTR [rdx+0x8]
+    1039:\tvfmadd231ps zmm0,zmm2,zmm3
+    103f:\tvfmadd213ps zmm1,zmm2,ZMMWORD PTR [rbp-0x80]
+    1046:\tadd    rdx,0x10
+    104a:\tadd    rcx,0x80
+    1051:\tsub    rdi,0x2
+    1055:\tjne    1010 <mk_ukernel_test+0x10>
+    1057:\tvmovss xmm4,DWORD PTR [r8]
+    105c:\tvfmadd231ss xmm4,xmm5,DWORD PTR [r9]
+    1062:\tvfmadd231ss xmm4,xmm5,DWORD PTR [r9+0x4]
+    1068:\tvfmadd231ss xmm4,xmm5,DWORD PTR [r9+0x8]
+    106e:\tvfmadd231ss xmm4,xmm5,DWORD PTR [r9+0xc]
+    1074:\tvfmadd231ss xmm4,xmm5,DWORD PTR [r9+0x10]
+    107a:\tvmovss DWORD PTR [r8],xmm4
+    107f:\tdec    r10
+    1082:\tjne    1057 <mk_ukernel_test+0x57>
+    1084:\tvzeroupper
+    1087:\tret
+"""
+
+
+def test_parse_listing():
+    ins = mi.parse(LISTING)
+    assert ins[0].address == 0x1000 and ins[0].mnemonic == "push"
+    jne = [i for i in ins if i.mnemonic == "jne"]
+    assert [j.branch_target for j in jne] == [0x1010, 0x1057]
+    fma = next(i for i in ins if "BCST" in i.operands)
+    (mem,) = fma.memory_operands()
+    assert mem["broadcast"] and mem["base"] == "rdx" and mem["size"] == 4
+    lea = mi.parse("    10:\tlea    rax,[rsp+0x8]\n")[0]
+    assert lea.memory_operands() == []            # lea computes, never accesses memory
+
+
+def test_inner_loop_counts_synthetic():
+    loop = mi.inner_loop(LISTING, k_unroll=2)
+    # the K loop (16-lane FMAs) wins over the epilogue loop with more scalar FMAs
+    assert (loop.start, loop.end) == (0x1010, 0x1055)
+    assert loop.fmas == 4 and loop.per_k("fmas") == 2
+    assert loop.fma_lanes == 64 and loop.flops == 128
+    assert loop.vector_loads == 2                  # the B loads; the rbp operand is a reload
+    assert loop.broadcasts == 3 and loop.embedded_broadcasts == 2
+    assert loop.stack_stores == 1 and loop.stack_loads == 1 and loop.spills == 2
+    assert loop.frame_pointer                      # mov rbp,rsp: rbp-relative is stack
+    assert loop.instructions_total == 12 and loop.per_k("instructions") == 6
+    assert loop.vector_registers == ("zmm0", "zmm1", "zmm2", "zmm3")
+    d = loop.to_dict()
+    assert d["per_k"]["fmas"] == 2 and d["per_iteration"]["spills"] == 2
+    json.dumps(d)
+
+
+def test_rbp_is_not_stack_without_frame_pointer():
+    # the same loop in a function that never set up rbp: [rbp-0x80] is data
+    listing = "\n".join(l for l in LISTING.splitlines() if "mov    rbp,rsp" not in l)
+    loop = mi.inner_loop(listing, k_unroll=2)
+    assert not loop.frame_pointer
+    assert loop.stack_loads == 0 and loop.stack_stores == 1
+    assert loop.vector_loads == 3
+
+
+# A K loop split by the compiler: its second half sits after the function's return
+# (GCC does this for rotated loops), and a backward `jmp` (0x80 -> 0x30) that is no loop.
+SPLIT_LISTING = """\
+0000000000000000 <f>:
+       0:\tpush   rbp
+       1:\tmov    rbp,rsp
+       4:\tcmp    rdi,0x0
+       8:\tjle    80 <f+0x80>
+       e:\txor    esi,esi
+      10:\tvbroadcastss ymm2,DWORD PTR [r12]
+      16:\tvfmadd231ps ymm0,ymm2,YMMWORD PTR [rdx]
+      1b:\tadd    rsi,0x1
+      1f:\tcmp    rsi,rdi
+      22:\tjl     60 <f+0x60>
+      30:\tvmovups YMMWORD PTR [rcx],ymm0
+      34:\tpop    rbp
+      35:\tret
+      60:\tvbroadcastss ymm3,DWORD PTR [r12+0x4]
+      66:\tvfmadd231ps ymm1,ymm3,YMMWORD PTR [rdx+0x20]
+      6b:\tvmovaps YMMWORD PTR [rsp-0x20],ymm1
+      71:\tjmp    10 <f+0x10>
+      80:\tvfmadd231ss xmm4,xmm5,DWORD PTR [r9]
+      85:\tvfmadd231ss xmm6,xmm5,DWORD PTR [r9+0x4]
+      8a:\tvfmadd231ss xmm7,xmm5,DWORD PTR [r9+0x8]
+      8f:\tjmp    30 <f+0x30>
+"""
+
+
+def test_inner_loop_follows_control_flow():
+    loop = mi.inner_loop(SPLIT_LISTING, k_unroll=2)
+    assert [i.address for i in loop.instructions] == [
+        0x10, 0x16, 0x1b, 0x1f, 0x22, 0x60, 0x66, 0x6b, 0x71]
+    assert not loop.contiguous and "..." in loop.asm
+    assert loop.fmas == 2 and loop.per_k("fmas") == 1
+    assert loop.broadcasts == 2 and loop.vector_loads == 2 and loop.stack_stores == 1
+    # the backward jmp 0x8f -> 0x30 closes no cycle: only one loop in the function
+    assert len(mi._loops(mi.parse(SPLIT_LISTING))) == 1
+
+
+def test_inner_loop_without_loop_raises():
+    with pytest.raises(ValueError, match="no backward branch"):
+        mi.inner_loop("    10:\tret\n")
+
+
+def test_register_limit_refused_with_clear_message():
+    # 16 x 32 avx512: 32 accumulators + 2 B vectors + 1 broadcast = 35 > 32 zmm
+    with pytest.raises(TileError) as exc:
+        TileSpec("avx512", 16, 32)
+    msg = str(exc.value)
+    assert "needs 35 vector registers" in msg and "avx512 has 32" in msg
+    assert "spill" in msg
+    with pytest.raises(TileError, match="needs 17 vector registers"):
+        TileSpec.from_name("avx2_7x16")            # 14 + 2 + 1 > 16 ymm
+
+
+# -- real kernels ------------------------------------------------------------------------
+
+@needs_x86
+def test_disassemble_only_the_micro_kernel():
+    asm = mi.disassemble("avx512_8x16")
+    assert asm.splitlines()[0].endswith("<mk_ukernel_avx512_8x16>:")
+    assert "mk_gemm" not in asm and "mk_fma_peak" not in asm
+    assert "zmm" in asm
+    assert "PTR" in asm and "%" not in asm         # one syntax: Intel
+
+
+@needs_x86
+def test_avx512_8x16_eight_fmas_per_k_no_spills():
+    loop = mi.loop_of("avx512_8x16")
+    assert loop.k_unroll == 1
+    assert loop.per_k("fmas") == 8
+    assert loop.per_k("vector_loads") == 1         # one zmm row of B per k step
+    assert loop.per_k("broadcasts") == 8           # one per row of A (embedded or not)
+    assert loop.spills == 0 and mi.spills("avx512_8x16") == 0
+    assert loop.flops == 2 * 8 * 16
+
+
+@needs_x86
+def test_avx2_6x16_twelve_fmas_per_k():
+    loop = mi.loop_of("avx2_6x16")
+    assert loop.per_k("fmas") == 12               # 6 rows x 2 ymm
+    assert loop.per_k("vector_loads") == 2
+    assert loop.per_k("broadcasts") == 6
+    assert all(r.startswith("ymm") for r in loop.vector_registers)
+    assert len(loop.vector_registers) <= 16
+
+
+@needs_x86
+def test_avx2_6x16_no_spills():
+    # With k_unroll=4, GCC 12 -O3 spilled one ymm accumulator here (15 of 16 ymm);
+    # that is why the default unroll is 1.
+    assert mi.spills("avx2_6x16") == 0
+
+
+@needs_x86
+@pytest.mark.parametrize("name", ["avx2_6x16_u2", "avx512_12x32", "avx512_14x32"])
+def test_no_spills_with_smaller_unroll(name):
+    loop = mi.loop_of(name)
+    spec = TileSpec.from_name(name)
+    assert loop.per_k("fmas") == spec.mr * spec.nr / spec.info.lanes
+    assert loop.spills == 0
+
+
+@needs_x86
+def test_tile_near_register_limit_counts():
+    spec = TileSpec.from_name("avx512_14x32")
+    b = register_budget(spec)
+    assert (b.accumulators, b.needed, b.available) == (28, 31, 32) and b.near_limit
+    loop = mi.loop_of(spec)
+    assert loop.per_k("fmas") == spec.mr * spec.nr / 16 == 28
+    assert loop.per_k("vector_loads") == 2
+    assert loop.per_k("broadcasts") == 14
+    assert loop.spills >= 0 and loop.spills == mi.spills(spec)
+    assert len(loop.vector_registers) <= 32
+
+
+@needs_x86
+def test_scalar_tile_counts_mul_add_or_fma():
+    spec = TileSpec.from_name("scalar_4x4")
+    loop = mi.loop_of(spec)
+    assert loop.fmas + loop.muls > 0 and loop.fmas + loop.adds > 0
+    # all of the tile's work is in the loop (packed ops may be partly used: >=)
+    assert loop.flops / spec.k_unroll >= 2 * spec.mr * spec.nr
+    assert not any(r.startswith(("ymm", "zmm")) for r in loop.vector_registers)
+    # 16 accumulators + 4 B + 1 A > 16 xmm: the budget says it cannot stay in registers
+    assert register_budget(spec).needed > 16 and loop.spills > 0
+
+
+@needs_x86
+def test_non_x86_isa_is_refused():
+    with pytest.raises(NotImplementedError, match="x86-64"):
+        mi.disassemble("neon_8x12")
+
+
+# -- llvm-mca ------------------------------------------------------------------------------
+
+FMA_BOUND_LISTING = "".join(
+    f"    {0x10 + 6 * i:x}:\tvfmadd231ps ymm{i},ymm12,ymm13\n" for i in range(12)
+) + "    58:\tdec    rdi\n    5b:\tjne    10 <f+0x10>\n"
+
+
+@needs_mca
+def test_mca_fma_bound_loop():
+    info = mi.mca(FMA_BOUND_LISTING, "haswell", k_unroll=1, fma_units=2)
+    assert info is not None and info.mcpu == "haswell"
+    assert info.cycles_per_iteration == pytest.approx(6.0, rel=0.05)
+    assert info.block_rthroughput == pytest.approx(6.0, rel=0.05)
+    assert info.bottleneck == "FMA throughput"
+    assert any(v > 0 for v in info.resource_pressure.values())
+    json.dumps(info.to_dict())
+
+
+@needs_mca
+@needs_x86
+def test_mca_avx512_8x16_load_port_bound():
+    info = mi.mca(mi.loop_of("avx512_8x16_u4"), "skylake-avx512")
+    assert info.k_unroll == 4
+    # 4 B loads + 32 embedded broadcasts = 36 loads over 2 load ports: 18 cycles per
+    # 4 k steps, above the FMA bound of 32 / 2 = 16
+    assert info.rthroughput_per_k == pytest.approx(4.5, abs=0.3)
+    assert info.fma_bound == 16
+    assert "load port" in info.resource_bound_by
+    assert info.cycles_per_k >= info.rthroughput_per_k * 0.95
+
+
+@needs_mca
+@needs_x86
+def test_mca_avx2_6x16_near_fma_bound():
+    mcpu, _note = mi.checked_mcpu("avx2")
+    info = mi.mca(mi.loop_of("avx2_6x16"), mcpu)
+    assert info.fma_bound / info.k_unroll == 6
+    assert 5.5 <= info.cycles_per_k <= 13
+
+
+@needs_mca
+def test_checked_mcpu_replaces_a_model_with_half_the_fma_units(monkeypatch):
+    assert mi.mca_fma_rate("haswell", "avx2") == pytest.approx(2.0, rel=0.05)
+    assert mi.checked_mcpu("avx2", "haswell") == ("haswell", "")
+    if "znver3" not in mi._mca_cpus(mi._llvm_mca()) or mi.mca_fma_rate("znver3") > 1.9:
+        pytest.skip("this llvm-mca's znver3 model runs 2 ymm FMAs per cycle")
+    # LLVM <= 15 (llvm/llvm-project#59325): 1 FMA/cycle, half of Zen 3's two FMA pipes
+    monkeypatch.setattr(mi, "default_mcpu", lambda isa, cpu_info=None: "znver3")
+    mcpu, note = mi.checked_mcpu("avx2")
+    assert mcpu == "znver2" and "59325" in note
+    kept, note = mi.checked_mcpu("avx2", "znver3")   # an explicit --mcpu is kept
+    assert kept == "znver3" and "kept" in note
+
+
+def test_mca_source_converts_embedded_broadcast():
+    src = mi._mca_source(mi.inner_loop(LISTING, 2))
+    assert "DWORD PTR [rdx]{1to16}" in src and "BCST" not in src
+    assert src.splitlines()[0] == ".intel_syntax noprefix"
+    assert "jne .Lmk_loop" in src
+
+
+def test_mca_missing_returns_none(monkeypatch):
+    monkeypatch.setattr(mi, "_llvm_mca", lambda: None)
+    assert mi.mca(FMA_BOUND_LISTING, "haswell") is None
+
+
+# -- measured cycles, report and CLI -------------------------------------------------------
+
+@pytest.mark.skipif("avx2" not in _usable(), reason="avx2 not runnable here")
+def test_measured_cycles_avx2():
+    m = mi.measure("avx2_6x16", repeats=3)
+    assert m.kernel_gflops > 0 and m.peak_gflops > 0
+    assert 0.5 < m.ghz < 7
+    # cycles per k cannot beat the FMA bound (12 FMAs / 2 units) by more than noise
+    assert m.cycles_per_k > 6 * 0.85
+    assert m.method.startswith("measured (derived from the FMA peak)")
+
+
+@needs_x86
+@pytest.mark.skipif("avx512" in _usable(), reason="avx512 runs here")
+def test_report_not_runnable_avx512():
+    rep = mi.report("avx512_8x16")
+    assert rep["measured"] == {"runnable": False,
+                               "reason": "not runnable here: avx512 not supported by this CPU"}
+    assert rep["measured_cycles_per_k"] is None
+    assert rep["fmas_per_k"] == 8 and rep["spills"] == 0
+    assert rep["register_budget"]["needed"] == 10
+
+
+def _args(*argv):
+    p = argparse.ArgumentParser()
+    mi.add_asm_arguments(p)
+    return p.parse_args(list(argv))
+
+
+@needs_x86
+def test_run_asm_json(capsys):
+    assert mi.run_asm(_args("avx512_8x16", "--json", "--no-measure")) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["loop"]["per_k"]["fmas"] == 8
+    assert rep["loop"]["per_k"]["spills"] == 0
+    assert rep["syntax"] == "intel" and "function" not in rep
+    if HAS_MCA:
+        assert rep["mca"]["mcpu"] in ("sapphirerapids", "icelake-server", "skylake-avx512")
+        assert rep["predicted_cycles_per_k"] > 0
+
+
+@needs_x86
+def test_run_asm_text_and_full(capsys):
+    assert mi.run_asm(_args("avx512_8x16", "--full", "--no-measure",
+                            "--mcpu", "skylake-avx512")) == 0
+    out = capsys.readouterr().out
+    assert "vfmadd231ps" in out and "mk_ukernel_avx512_8x16" in out
+    assert "FMAs" in out and "register budget" in out
+    assert "ret" in out                            # --full: the whole function
+    if HAS_MCA:
+        assert "-mcpu=skylake-avx512" in out
+
+
+def test_run_asm_bad_name(capsys):
+    assert mi.run_asm(_args("avx512_16x32")) == 2
+    assert "needs 35 vector registers" in capsys.readouterr().err
