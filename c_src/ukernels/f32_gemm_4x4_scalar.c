@@ -15,6 +15,14 @@ void mk_ukernel_scalar_4x4(int64_t kc, const float *restrict alpha,
     float c1_0 = 0.0f, c1_1 = 0.0f, c1_2 = 0.0f, c1_3 = 0.0f;
     float c2_0 = 0.0f, c2_1 = 0.0f, c2_2 = 0.0f, c2_3 = 0.0f;
     float c3_0 = 0.0f, c3_1 = 0.0f, c3_2 = 0.0f, c3_3 = 0.0f;
+    __builtin_prefetch(c + 0 * rs_c);
+    __builtin_prefetch(c + 0 * rs_c + 3 * cs_c);
+    __builtin_prefetch(c + 1 * rs_c);
+    __builtin_prefetch(c + 1 * rs_c + 3 * cs_c);
+    __builtin_prefetch(c + 2 * rs_c);
+    __builtin_prefetch(c + 2 * rs_c + 3 * cs_c);
+    __builtin_prefetch(c + 3 * rs_c);
+    __builtin_prefetch(c + 3 * rs_c + 3 * cs_c);
     int64_t k = 0;
     for (; k < kc; ++k) {
         const float b0 = *(b + 0);

@@ -18,6 +18,18 @@ void mk_ukernel_avx2_6x16(int64_t kc, const float *restrict alpha,
     __m256 c3_0 = _mm256_setzero_ps(), c3_1 = _mm256_setzero_ps();
     __m256 c4_0 = _mm256_setzero_ps(), c4_1 = _mm256_setzero_ps();
     __m256 c5_0 = _mm256_setzero_ps(), c5_1 = _mm256_setzero_ps();
+    __builtin_prefetch(c + 0 * rs_c);
+    __builtin_prefetch(c + 0 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 1 * rs_c);
+    __builtin_prefetch(c + 1 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 2 * rs_c);
+    __builtin_prefetch(c + 2 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 3 * rs_c);
+    __builtin_prefetch(c + 3 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 4 * rs_c);
+    __builtin_prefetch(c + 4 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 5 * rs_c);
+    __builtin_prefetch(c + 5 * rs_c + 15 * cs_c);
     int64_t k = 0;
     for (; k < kc; ++k) {
         const __m256 b0 = _mm256_loadu_ps(b + 0);

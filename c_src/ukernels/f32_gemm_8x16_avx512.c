@@ -20,6 +20,22 @@ void mk_ukernel_avx512_8x16(int64_t kc, const float *restrict alpha,
     __m512 c5_0 = _mm512_setzero_ps();
     __m512 c6_0 = _mm512_setzero_ps();
     __m512 c7_0 = _mm512_setzero_ps();
+    __builtin_prefetch(c + 0 * rs_c);
+    __builtin_prefetch(c + 0 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 1 * rs_c);
+    __builtin_prefetch(c + 1 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 2 * rs_c);
+    __builtin_prefetch(c + 2 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 3 * rs_c);
+    __builtin_prefetch(c + 3 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 4 * rs_c);
+    __builtin_prefetch(c + 4 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 5 * rs_c);
+    __builtin_prefetch(c + 5 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 6 * rs_c);
+    __builtin_prefetch(c + 6 * rs_c + 15 * cs_c);
+    __builtin_prefetch(c + 7 * rs_c);
+    __builtin_prefetch(c + 7 * rs_c + 15 * cs_c);
     int64_t k = 0;
     for (; k < kc; ++k) {
         const __m512 b0 = _mm512_loadu_ps(b + 0);

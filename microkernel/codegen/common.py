@@ -86,6 +86,11 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps) -> str:
                              + ops.fma.format(a=f"a{i}", b=bvars[v], c=acc[i][v]) + ";")
         return lines
 
+    # Prefetch the C tile (first and last element of each row) while the K loop runs,
+    # so the epilogue's loads of C do not stall (OpenBLAS/BLIS kernels do the same).
+    for i in range(mr):
+        out.append(f"    __builtin_prefetch(c + {i} * rs_c);")
+        out.append(f"    __builtin_prefetch(c + {i} * rs_c + {nr - 1} * cs_c);")
     ku = spec.k_unroll
     out.append("    int64_t k = 0;")
     if ku > 1:
