@@ -8,7 +8,9 @@ import numpy as np
 
 from .blocking import Blocking, model_blocking
 from .dispatch import get_kernel
-from .kernel import Kernel
+
+_Kernel = None  # microkernel.kernel.Kernel, imported on first use: importing this module
+                # must not need cffi (the GPU side imports the package without it)
 
 __all__ = ["gemm", "blocking_for", "default_threads"]
 
@@ -76,8 +78,12 @@ _DEFAULT: dict = {}
 _CBLOCKING: dict = {}
 
 
-def _kernel(kernel) -> Kernel:
-    if isinstance(kernel, Kernel):
+def _kernel(kernel):
+    global _Kernel
+    if _Kernel is None:
+        from .kernel import Kernel
+        _Kernel = Kernel
+    if isinstance(kernel, _Kernel):
         return kernel
     if kernel is None:  # the default, per MICROKERNEL_ISA value
         key = os.environ.get("MICROKERNEL_ISA")

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine's host CPU (x86-64, 16 cores): the AVX-512 path that
+# this project's own 2-core AMD machine cannot execute. Probe, validate every kernel under
+# each MICROKERNEL_ISA, the gemm tests, bench, an avx512 sweep and `asm avx512_8x16`.
+# Usage there: bash bench/device_cpu.sh   (writes into $OUT, or out/ when OUT is unset)
+set -uo pipefail
+OUT=${OUT:-out}; mkdir -p "$OUT"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export MICROKERNEL_CACHE_DIR=/tmp/mkcache OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+run() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
+{
+  run lscpu
+  run python3 -m microkernel.cli probe
+  for isa in avx512 avx2 scalar; do MICROKERNEL_ISA=$isa run python3 -m microkernel.cli validate; done
+  run python3 -m pytest -q -p no:cacheprovider tests/test_gemm.py tests/test_probe.py tests/test_build.py
+  run taskset -c 2 python3 -m microkernel.cli bench --sizes 256,512,1024 --json "$OUT/bench_avx512.json"
+  run taskset -c 2 python3 -m microkernel.cli sweep --isa avx512 --max-shapes 14 --json "$OUT/sweep_avx512.json"
+  run python3 -m microkernel.cli asm avx512_8x16
+} 2>&1 | tee "$OUT/device_cpu.log"
