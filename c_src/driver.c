@@ -15,8 +15,9 @@
  * (negative included) are absorbed by packing; edge tiles (M % MR, N % NR) go
  * through the micro-kernel's edge entry point, else a local MR x NR buffer. Packing buffers live in a per-calling-thread
  * workspace that is grown when needed and reused (bounded by the blocking sizes),
- * freed when the thread exits. With OpenMP the team shares the packed blocks:
- * B and A are packed cooperatively, the (jr, ir) tiles are split between threads.
+ * freed when the thread exits. With OpenMP, N (or M when N is narrow) is split
+ * into one contiguous slice per thread, each running these loops on its own
+ * packing buffers with no barrier in between.
  *
  * This file is included by each kernel's module after the micro-kernel, and by the
  * aarch64 harness; it uses no ISA-specific code.
@@ -82,6 +83,9 @@ int64_t mk_workspace_bytes(void)
     return ws ? (int64_t)ws->bytes : 0;
 }
 
+static int64_t mk_min(int64_t x, int64_t y) { return x < y ? x : y; }
+static int64_t mk_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
 /* ---- packing ----------------------------------------------------------------------- */
 
 /* One MR-tall micro-panel of A: rows [0, mcur) of an mcur x kc block starting at a,
@@ -91,14 +95,19 @@ static void mk_pack_a_panel(int64_t mcur, int64_t kc, const float *a, int64_t rs
 {
     if (mcur == mr && rs_a == 1) {              /* column-major A: a copy per k */
         for (int64_t k = 0; k < kc; ++k)
-            memcpy(dst + k * mr, a + k * cs_a, (size_t)mr * sizeof(float));
+            for (int64_t i = 0; i < mr; ++i)
+                dst[k * mr + i] = a[k * cs_a + i];
         return;
     }
-    if (cs_a == 1) {                            /* row-major A: read rows */
-        for (int64_t i = 0; i < mcur; ++i) {
-            const float *row = a + i * rs_a;
-            for (int64_t k = 0; k < kc; ++k)
-                dst[k * mr + i] = row[k];
+    if (cs_a == 1) {                            /* row-major A: read rows, in k chunks
+                                                   so the writes stay in a few lines */
+        for (int64_t k0 = 0; k0 < kc; k0 += 16) {
+            const int64_t k1 = mk_min(kc, k0 + 16);
+            for (int64_t i = 0; i < mcur; ++i) {
+                const float *row = a + i * rs_a;
+                for (int64_t k = k0; k < k1; ++k)
+                    dst[k * mr + i] = row[k];
+            }
         }
     } else {
         for (int64_t k = 0; k < kc; ++k)
@@ -118,7 +127,8 @@ static void mk_pack_b_panel(int64_t kc, int64_t ncur, const float *b, int64_t rs
 {
     if (ncur == nr && cs_b == 1) {              /* row-major B: a copy per k */
         for (int64_t k = 0; k < kc; ++k)
-            memcpy(dst + k * nr, b + k * rs_b, (size_t)nr * sizeof(float));
+            for (int64_t j = 0; j < nr; ++j)
+                dst[k * nr + j] = b[k * rs_b + j];
         return;
     }
     if (rs_b == 1) {                            /* column-major B: read columns */
@@ -174,33 +184,24 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
         }
 }
 
-static int64_t mk_min(int64_t x, int64_t y) { return x < y ? x : y; }
-static int64_t mk_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
-/* The loops of one GEMM, run by every thread of the team (or by the caller alone):
- * packing and the (jr, ir) tiles are shared out with orphaned `omp for`
- * constructs, which bind to the enclosing parallel region, if any. */
+/* The five loops of one GEMM (or of one thread's slice of it), serial, with its own
+ * packing buffers. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                      int64_t mc_blk, int64_t nc_blk, int64_t kc_blk, float alpha,
                      const float *a, int64_t rs_a, int64_t cs_a,
                      const float *b, int64_t rs_b, int64_t cs_b, float beta,
                      float *c, int64_t rs_c, int64_t cs_c,
-                     float *a_pack, float *b_pack, float *edges, size_t edge_floats)
+                     float *a_pack, float *b_pack, float *edge)
 {
     const int64_t mr = uk->mr, nr = uk->nr;
     const float one = 1.0f;
-#ifdef _OPENMP
-    float *edge = edges + edge_floats * (size_t)omp_get_thread_num();
-#else
-    float *edge = edges;
-#endif
     for (int64_t jc = 0; jc < n; jc += nc_blk) {
         const int64_t nc = mk_min(nc_blk, n - jc);
         const int64_t npanels = (nc + nr - 1) / nr;
         for (int64_t pc = 0; pc < k; pc += kc_blk) {
             const int64_t kc = mk_min(kc_blk, k - pc);
             const float *beta_p = pc == 0 ? &beta : &one;
-#pragma omp for schedule(static)
             for (int64_t jp = 0; jp < npanels; ++jp) {
                 const int64_t j = jp * nr;
                 mk_pack_b_panel(kc, mk_min(nr, nc - j), b + pc * rs_b + (jc + j) * cs_b,
@@ -209,13 +210,11 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
             for (int64_t ic = 0; ic < m; ic += mc_blk) {
                 const int64_t mc = mk_min(mc_blk, m - ic);
                 const int64_t mpanels = (mc + mr - 1) / mr;
-#pragma omp for schedule(static)
                 for (int64_t ip = 0; ip < mpanels; ++ip) {
                     const int64_t i = ip * mr;
                     mk_pack_a_panel(mk_min(mr, mc - i), kc, a + (ic + i) * rs_a + pc * cs_a,
                                     rs_a, cs_a, mr, a_pack + i * kc);
                 }
-#pragma omp for collapse(2) schedule(static)
                 for (int64_t jp = 0; jp < npanels; ++jp)
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
                         const int64_t i = ip * mr, j = jp * nr;
@@ -236,7 +235,7 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
  * n == 0 touches nothing; k == 0 or alpha == 0 gives C := beta*C without reading A
  * or B; beta == 0 never reads C. Returns MK_OK, MK_EINVAL (negative size, bad
  * blocking or descriptor) or MK_ENOMEM (workspace allocation failed).
- * nthreads > 1 uses an OpenMP team when compiled with -fopenmp.
+ * nthreads > 1 splits N (else M) between an OpenMP team when built with -fopenmp.
  */
 int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
                    int64_t m, int64_t n, int64_t k, float alpha,
@@ -274,20 +273,48 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
 #ifndef _OPENMP
     nthreads = 1;
 #endif
+    /* Threads (BLIS's JC/IC ways): each thread takes a contiguous slice of N (in whole
+     * NR panels), or of M when N is too narrow, and runs the serial loops on it with
+     * its own packing buffers: no barrier inside the GEMM, so a thread descheduled on
+     * a shared machine delays only its own slice. */
+    int split_n = 1;
+    int64_t units = (n + nr - 1) / nr;
+    if (units < nthreads && (m + mr - 1) / mr > units) {
+        split_n = 0;
+        units = (m + mr - 1) / mr;
+    }
+    if (nthreads > units)
+        nthreads = (int)units;
     const size_t a_floats = (size_t)mc_blk * (size_t)kc_blk;
     const size_t b_floats = (size_t)kc_blk * (size_t)nc_blk;
     const size_t edge_floats = (size_t)mk_round_up(mr * nr, 16);
-    float *ws = mk_ws_get(a_floats + b_floats + edge_floats * (size_t)nthreads);
+    const size_t per_thread = a_floats + b_floats + edge_floats;
+    float *ws = mk_ws_get(per_thread * (size_t)nthreads);
     if (!ws)
         return MK_ENOMEM;
-    float *a_pack = ws, *b_pack = ws + a_floats, *edges = ws + a_floats + b_floats;
-    if (nthreads == 1) {
-        mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
-                 beta, c, rs_c, cs_c, a_pack, b_pack, edges, edge_floats);
-    } else {
-#pragma omp parallel num_threads(nthreads)
-        mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
-                 beta, c, rs_c, cs_c, a_pack, b_pack, edges, edge_floats);
+
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+#ifdef _OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        const int64_t lo = units * t / nt, hi = units * (t + 1) / nt;
+        float *mine = ws + per_thread * (size_t)t;
+        if (split_n) {
+            const int64_t j0 = lo * nr, j1 = mk_min(n, hi * nr);
+            if (j1 > j0)
+                mk_loops(uk, m, j1 - j0, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a,
+                         b + j0 * cs_b, rs_b, cs_b, beta, c + j0 * cs_c, rs_c, cs_c,
+                         mine, mine + a_floats, mine + a_floats + b_floats);
+        } else {
+            const int64_t i0 = lo * mr, i1 = mk_min(m, hi * mr);
+            if (i1 > i0)
+                mk_loops(uk, i1 - i0, n, k, mc_blk, nc_blk, kc_blk, alpha, a + i0 * rs_a, rs_a,
+                         cs_a, b, rs_b, cs_b, beta, c + i0 * rs_c, rs_c, cs_c,
+                         mine, mine + a_floats, mine + a_floats + b_floats);
+        }
     }
     return MK_OK;
 }
