@@ -42,6 +42,13 @@ import cffi
 
 __all__ = ["BuildError", "build_module", "load_module", "cache_dir", "c_src_dir", "compiler", "BUILD_COUNT"]
 
+# Read once at import: on Python 3.11 sysconfig.get_config_var() is not thread-safe
+# on its first call (a racing thread can see None), which would change the hash.
+_PY_INCLUDE = sysconfig.get_paths()["include"]
+_EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ""
+_PLATFORM = sysconfig.get_platform()
+_CONFIG_CC = sysconfig.get_config_var("CC")
+
 _LOCK = threading.RLock()
 _LOADED: dict[str, object] = {}
 #: number of modules this process compiled (tests use it to prove "one build")
@@ -76,7 +83,7 @@ def cache_dir() -> pathlib.Path:
 
 def compiler() -> list[str]:
     """The C compiler command: ``$CC``, else the one Python was built with, else gcc."""
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "gcc"
+    cc = os.environ.get("CC") or _CONFIG_CC or "gcc"
     return shlex.split(cc)
 
 
@@ -122,7 +129,7 @@ def _compile(modname: str, cdef: str, source: str, cflags, include_dirs, ldflags
         with contextlib.redirect_stdout(io.StringIO()):  # cffi prints "generating ..."
             ffi.emit_c_code(str(c_file))
         cmd = [*cc, "-shared", "-fPIC", "-O2", "-std=gnu11",
-               f"-I{sysconfig.get_paths()['include']}",
+               f"-I{_PY_INCLUDE}",
                *(f"-I{d}" for d in include_dirs), *cflags,
                str(c_file), "-o", str(so_file), *ldflags]
         try:
@@ -148,8 +155,7 @@ def build_module(name: str, cdef: str, source: str, *, cflags=(), include_dirs=(
     h = hashlib.sha256()
     for part in (cdef, source, "\0".join(cflags), "\0".join(map(str, ldflags)),
                  _compiler_identity(tuple(compiler())), cffi.__version__,
-                 sys.implementation.cache_tag, sysconfig.get_config_var("EXT_SUFFIX") or "",
-                 sysconfig.get_platform()):
+                 sys.implementation.cache_tag, _EXT_SUFFIX, _PLATFORM):
         h.update(part.encode() + b"\0")
     for dep in depends:
         h.update(pathlib.Path(dep).read_bytes() + b"\0")

@@ -179,7 +179,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     out = C if _native(C) else (np.array(C, order="C") if beta != 0.0 else np.empty((m, n), np.float32))
 
     ffi, lib = kern.ffi, kern.lib
-    ckey = (kern.name, blk.kc, blk.mc, blk.nc)
+    ckey = (id(ffi), blk.kc, blk.mc, blk.nc)  # per module: cdata types differ between modules
     cblk = _CBLOCKING.get(ckey)
     if cblk is None:
         cblk = _CBLOCKING[ckey] = ffi.new("mk_blocking *", (blk.kc, blk.mc, blk.nc))

@@ -1,0 +1,181 @@
+"""Resource use (issue 7, item 5): repeated gemm() calls do not grow memory.
+
+The driver keeps one packing workspace per calling thread, grown to the largest
+blocking it has needed and reused (freed when the thread exits). After a warm-up
+that starts with the largest shape, 10,000 calls of mixed shapes, layouts, kernels,
+alpha/beta and thread counts must not grow the resident set by more than 1 MiB, nor
+the workspace at all; and threads that call gemm() and exit must not leave their
+workspaces behind.
+"""
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import resource
+import threading
+
+import numpy as np
+
+import microkernel as mk
+from microkernel import validate
+
+MIB = 1 << 20
+CALLS = 10_000
+
+
+def rss_bytes() -> int:
+    """Resident set size now (Linux /proc/self/statm), else the peak from getrusage."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+        "uordblks", "fordblks", "keepcost")]
+
+
+def _mallinfo2():
+    try:
+        fn = ctypes.CDLL(None).mallinfo2      # glibc >= 2.33
+    except (OSError, AttributeError):
+        return None
+    fn.restype = _Mallinfo2
+    return fn
+
+
+_MALLINFO2 = _mallinfo2()
+
+
+def live_heap_bytes() -> int | None:
+    """Bytes malloc has handed out and not got back (all arenas, mmapped chunks
+    included), or None without glibc's mallinfo2. Unlike the RSS this does not
+    move when glibc creates a malloc arena for a new thread or keeps freed memory."""
+    if _MALLINFO2 is None:
+        return None
+    mi = _MALLINFO2()
+    return mi.uordblks + mi.hblkhd
+
+
+def _settle() -> int:
+    gc.collect()
+    return rss_bytes()
+
+
+#: (m, n, k, alpha, beta, layout, threads); the first is the largest (warm-up)
+SHAPES = [
+    (300, 300, 300, 1.0, 0.5, "c", 2),
+    (1, 1, 1, 1.0, 0.0, "c", 1),
+    (7, 17, 5, -1.0, 1.0, "c", 1),
+    (13, 33, 19, 0.5, 0.0, "f", 1),
+    (64, 64, 64, 1.0, 1.0, "c", 2),
+    (5, 3, 0, 2.0, 0.5, "c", 1),          # K = 0: beta * C
+    (9, 9, 9, 0.0, 0.25, "c", 1),         # alpha = 0
+    (0, 9, 9, 1.0, 0.0, "c", 1),          # M = 0
+    (31, 47, 129, 1.5, -0.5, "n", 1),     # negative strides
+    (40, 30, 20, 1.0, 0.0, "s", 2),       # strided views
+    (25, 26, 27, 1.0, 0.5, "m", 1),       # misaligned: gemm copies
+    (200, 120, 250, 1.0, 0.0, "c", 1),
+]
+
+
+def _operands(shape, rng):
+    m, n, k, alpha, beta, lay, threads = shape
+    case = validate.Case("res", m, n, k, alpha=alpha, beta=beta, a_layout=lay,
+                         b_layout=lay, c_layout=lay, threads=threads)
+    A, B, C, C0, _, _ = validate.make_operands(case, rng)
+    return A, B, C, C0, alpha, beta, threads
+
+
+def test_ten_thousand_calls_do_not_grow_memory():
+    rng = np.random.default_rng(0)
+    kernels = [mk.get_kernel(n) for n in mk.kernels()]
+    problems = [_operands(s, rng) for s in SHAPES]
+    for kern in kernels:                       # warm-up: largest first, then all
+        for A, B, C, C0, alpha, beta, threads in problems:
+            mk.gemm(A, B, C, alpha=alpha, beta=beta, kernel=kern, threads=threads)
+    for _ in range(2):
+        for i in range(len(problems) * len(kernels)):
+            A, B, C, C0, alpha, beta, threads = problems[i % len(problems)]
+            mk.gemm(A, B, C, alpha=alpha, beta=beta, kernel=kernels[i % len(kernels)],
+                    threads=threads)
+    order = rng.permutation(np.arange(CALLS) % (len(problems) * len(kernels))).tolist()
+    ws_before = {k.name: k.lib.mk_workspace_bytes() for k in kernels}
+    before = _settle()
+    heap_before = live_heap_bytes()
+    for j in order:
+        A, B, C, C0, alpha, beta, threads = problems[j % len(problems)]
+        mk.gemm(A, B, C, alpha=alpha, beta=beta, kernel=kernels[j // len(problems)],
+                threads=threads)
+    after = _settle()
+    heap_after = live_heap_bytes()
+    ws_after = {k.name: k.lib.mk_workspace_bytes() for k in kernels}
+    print(f"{CALLS} calls: RSS {before / MIB:.2f} -> {after / MIB:.2f} MiB; live heap "
+          f"{heap_before} -> {heap_after} B; workspaces {ws_after}")
+    assert ws_after == ws_before
+    assert after - before <= MIB, f"RSS grew by {(after - before) / MIB:.2f} MiB"
+    if heap_before is not None:
+        assert heap_after - heap_before <= 64 * 1024, "malloc'd memory grew"
+    # and the answers are still right (beta == 0 problems are idempotent)
+    for kern in kernels:
+        for A, B, C, C0, alpha, beta, threads in problems:
+            if beta == 0.0:
+                mk.gemm(A, B, C, alpha=alpha, beta=beta, kernel=kern, threads=threads)
+                ref, bound = validate.reference(A, B, C0, alpha, beta)
+                assert validate.check(C, ref, bound)[0], (kern.name, A.shape, B.shape)
+
+
+def test_workspace_is_bounded_by_the_blocking():
+    """The workspace of the calling thread stops growing at the blocking's size."""
+    from microkernel.gemm import blocking_for
+    kern = mk.get_kernel(mk.kernels()[0])
+    blk = blocking_for(kern)
+    rng = np.random.default_rng(1)
+    big = 2 * max(blk.kc, 64)
+    A, B, C, C0, alpha, beta, threads = _operands((big, big, big, 1.0, 0.0, "c", 2), rng)
+    mk.gemm(A, B, C, kernel=kern, threads=2)
+    ws = kern.lib.mk_workspace_bytes()
+    limit = 4 * (blk.mc * blk.kc + blk.kc * blk.nc + 2 * (kern.mr * kern.nr + 16)) + 64
+    assert 0 < ws <= limit
+    A, B, C, C0, alpha, beta, threads = _operands((big + 37, big + 41, big + 43, 1.0, 0.0, "c", 2), rng)
+    mk.gemm(A, B, C, kernel=kern, threads=2)
+    assert kern.lib.mk_workspace_bytes() <= limit
+
+
+def test_exited_threads_free_their_workspaces():
+    """300 short-lived threads each run a large gemm (a workspace of hundreds of KiB
+    each, freed by the thread-exit destructor): malloc'd memory stays flat. (A leak
+    would be 300 workspaces, > 30 MiB.) The RSS is checked loosely: glibc may give a
+    new thread a new malloc arena, a one-off step of about 1 MiB seen here."""
+    kern = mk.get_kernel(mk.kernels()[0])
+    rng = np.random.default_rng(2)
+    A, B, C, C0, alpha, beta, threads = _operands((300, 300, 300, 1.0, 0.0, "c", 1), rng)
+    seen = []
+
+    def once():
+        outp = np.empty_like(C)
+        mk.gemm(A, B, outp, kernel=kern)
+        seen.append(kern.lib.mk_workspace_bytes())
+
+    def run(n):
+        for _ in range(n):
+            t = threading.Thread(target=once)
+            t.start()
+            t.join()
+
+    run(30)                                     # warm-up: malloc arenas, thread stacks
+    before = _settle()
+    heap_before = live_heap_bytes()
+    run(300)
+    after = _settle()
+    heap_after = live_heap_bytes()
+    print(f"300 threads: RSS {before / MIB:.2f} -> {after / MIB:.2f} MiB, live heap "
+          f"{heap_before} -> {heap_after} B, workspace per thread {seen[-1] / 1024:.0f} KiB")
+    assert min(seen) > 100 * 1024                # each thread did get a big workspace
+    if heap_before is not None:
+        assert heap_after - heap_before <= MIB, "thread workspaces were not freed"
+    assert after - before <= 8 * MIB, f"RSS grew by {(after - before) / MIB:.2f} MiB"

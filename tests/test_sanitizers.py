@@ -1,0 +1,286 @@
+"""The probe, the driver and the x86 micro-kernels under AddressSanitizer and
+UndefinedBehaviorSanitizer (issue 7, item 1).
+
+The C harness ``c_src/sanitize_main.c`` includes probe.c and driver.c; each
+micro-kernel is generated here by ``microkernel.codegen.generate`` and compiled as its
+own object with only its ISA's flags (``tile.ISAS[isa].cflags``). Everything is built
+with ``-fsanitize=address,undefined -fno-sanitize-recover=all``: the first report
+aborts the run. The harness runs, per kernel the probe clears, the edge catalogue
+(``microkernel.validate.catalogue``, written to a case file here), a sweep of every
+(M, N) remainder and a seeded random corpus, against a double-precision reference in
+C, and exits non-zero on any mismatch. Two builds: without OpenMP (the driver's
+single-thread path) and with -fopenmp, running every case with a 2-thread team.
+
+The AVX-512 kernel is compiled and linked too (so it is instrumented and its code
+checked by the compiler), but the harness only calls it when the probe clears
+AVX-512; on a CPU without it the output says so and the test checks that.
+
+Negative controls prove the setup can fail: a micro-kernel that stores one row past
+its tile must produce an ASan report, one that reads C when beta == 0 must produce a
+FAIL line.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import platform
+import re
+import subprocess
+
+import pytest
+
+from microkernel import build, codegen, validate
+from microkernel.blocking import model_blocking
+from microkernel.probe import probe
+from microkernel.tile import TileSpec
+
+IS_X86 = platform.machine().lower() in ("x86_64", "amd64")
+pytestmark = pytest.mark.skipif(not IS_X86, reason="the sanitizer harness links the x86 kernels")
+
+SAN_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+             "-fno-omit-frame-pointer", "-g", "-O1"]
+BASE_FLAGS = ["-std=gnu11", "-Wall", "-Werror=implicit-function-declaration"]
+
+#: built-ins plus odd user shapes: odd MR, NR of 1-3 vectors (or 5, 7 lanes), k-unrolls 2-4
+KERNELS = ("avx512_8x16", "avx2_6x16", "avx2_5x16_u4", "avx2_3x24_u3", "scalar_4x4",
+           "scalar_3x5_u4", "scalar_2x7_u2")
+#: random cases per kernel: the OpenMP build is slower (a 2-thread team per case)
+FUZZ_PER_KERNEL = {False: 2000, True: 400}
+SEED = 20240607
+
+ASAN_OPTIONS = ("detect_leaks=1:halt_on_error=1:abort_on_error=0:"
+                "detect_stack_use_after_return=1:check_initialization_order=1:"
+                "strict_init_order=1:detect_invalid_pointer_pairs=0")
+UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
+REPORT_RE = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|"
+                       r"UndefinedBehaviorSanitizer")
+
+
+def _cc() -> list[str]:
+    return build.compiler()
+
+
+def _sanitizers_work(tmp: pathlib.Path) -> str | None:
+    """None when the compiler can build and run an ASan+UBSan program, else why not."""
+    src = tmp / "probe_san.c"
+    src.write_text("#include <stdlib.h>\nint main(void){char *p=malloc(4);p[0]=1;"
+                   "int r=p[0]-1;free(p);return r;}\n")
+    exe = tmp / "probe_san"
+    try:
+        res = subprocess.run([*_cc(), *SAN_FLAGS, str(src), "-o", str(exe)],
+                             capture_output=True, text=True)
+    except FileNotFoundError:
+        return "no C compiler"
+    if res.returncode:
+        return ("the compiler cannot build with -fsanitize=address,undefined "
+                "(Debian: apt-get install libasan8 libubsan1, or gcc): " + res.stderr[-500:])
+    run = subprocess.run([str(exe)], capture_output=True, text=True,
+                         env={**os.environ, "ASAN_OPTIONS": ASAN_OPTIONS})
+    if run.returncode:
+        return "an ASan program does not run here: " + run.stderr[-500:]
+    return None
+
+
+def kernel_table(specs, extra_decls: str = "", extra_rows: str = "") -> str:
+    """The generated ``sanitize_kernels.h``: declarations and MK_SAN_KERNEL_LIST."""
+    caches = probe().caches
+    decls, rows = [], []
+    proto = ("(int64_t, const float *, const float *, const float *, const float *, "
+             "float *, int64_t, int64_t)")
+    for spec in specs:
+        fam = codegen._family(spec.isa)
+        edge = fam.edge_symbol(spec) if hasattr(fam, "edge_symbol") else "NULL"
+        sym = codegen.symbol(spec)
+        decls.append(f"void {sym}{proto};")
+        if edge != "NULL":
+            decls.append(f"void {edge}(int64_t, int64_t, {proto[1:]};")
+        blk = model_blocking(spec.mr, spec.nr, caches)
+        rows.append(f'    {{ "{spec.name}", "{spec.isa}", {spec.mr}, {spec.nr}, '
+                    f"{spec.k_unroll}, {sym}, {edge}, {blk.kc}, {blk.mc}, {blk.nc} }},")
+    return ("#include <stdint.h>\n" + "\n".join(decls) + "\n" + extra_decls
+            + "\n#define MK_SAN_KERNEL_LIST \\\n" + " \\\n".join(rows + [extra_rows]) + "\n")
+
+
+def catalogue_lines(specs) -> list[str]:
+    """The edge catalogue of every spec, one harness case line each."""
+    caches = probe().caches
+    lines = ["# kernel label m n k alpha beta la lb lc nan_c nan_ab threads kc mc nc"]
+    for spec in specs:
+        kc = model_blocking(spec.mr, spec.nr, caches).kc
+        for c in validate.catalogue(spec.mr, spec.nr, spec.k_unroll, kc):
+            blk = c.blocking or (0, 0, 0)
+            lines.append(f"{spec.name} {c.label} {c.m} {c.n} {c.k} {c.alpha!r} {c.beta!r} "
+                         f"{c.a_layout} {c.b_layout} {c.c_layout} {int(c.nan_c)} "
+                         f"{int(c.nan_ab)} {c.threads} {blk[0]} {blk[1]} {blk[2]}")
+    return lines
+
+
+def _run(cmd, **kw):
+    res = subprocess.run([str(x) for x in cmd], capture_output=True, text=True, **kw)
+    assert res.returncode == 0, f"$ {' '.join(map(str, cmd))}\n{res.stdout}\n{res.stderr}"
+    return res
+
+
+def build_harness(tmp: pathlib.Path, specs, *, flags=(), openmp=False, static=False,
+                  exe_name="sanitize_main", extra_sources=(), table: str | None = None):
+    """Compile sanitize_main.c (baseline flags + ``flags``) and one object per kernel
+    (its ISA's flags + ``flags``); link; return the executable's path."""
+    src = build.c_src_dir()
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "sanitize_kernels.h").write_text(table if table is not None else kernel_table(specs))
+    cc = _cc()
+    omp = ["-fopenmp"] if openmp else []
+    objs = []
+    for spec in specs:
+        c_file = tmp / f"{spec.file_stem}.c"
+        c_file.write_text(codegen.generate(spec))
+        obj = tmp / f"{spec.file_stem}.o"
+        _run([*cc, *BASE_FLAGS, *flags, *spec.info.cflags, "-c", c_file, "-o", obj])
+        objs.append(obj)
+    for extra, cflags in extra_sources:
+        obj = tmp / (pathlib.Path(extra).stem + ".o")
+        _run([*cc, *BASE_FLAGS, *flags, *cflags, "-c", extra, "-o", obj])
+        objs.append(obj)
+    main_o = tmp / f"{exe_name}.o"
+    _run([*cc, *BASE_FLAGS, *flags, *omp, f"-I{tmp}", f"-I{src}", "-c",
+          src / "sanitize_main.c", "-o", main_o])
+    exe = tmp / exe_name
+    _run([*cc, *flags, *omp, *(["-static"] if static else []), main_o, *objs, "-o", exe,
+          "-lm", "-lpthread"])
+    return exe
+
+
+def parse_counts(stdout: str) -> dict[str, dict[str, int]]:
+    out = {}
+    for m in re.finditer(r"^kernel (\S+) (.*)$", stdout, re.M):
+        out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))
+                           if k not in ("isa",)}
+    return out
+
+
+@pytest.fixture(scope="module")
+def san_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sanitize")
+    why = _sanitizers_work(tmp)
+    if why:
+        pytest.skip(why)
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def specs():
+    return [TileSpec.from_name(n) for n in KERNELS]
+
+
+@pytest.fixture(scope="module")
+def cases_file(san_dir, specs):
+    path = san_dir / "catalogue.txt"
+    path.write_text("\n".join(catalogue_lines(specs)) + "\n")
+    return path
+
+
+def _san_env():
+    return {**os.environ, "ASAN_OPTIONS": ASAN_OPTIONS, "UBSAN_OPTIONS": UBSAN_OPTIONS}
+
+
+def _check_run(res, specs, cases_file, fuzz):
+    out = res.stdout + res.stderr
+    assert not REPORT_RE.search(out), out[-6000:]
+    assert res.returncode == 0, out[-6000:]
+    assert "FAIL" not in res.stdout
+    counts = parse_counts(res.stdout)
+    usable = set(probe().isas)
+    cat = {}
+    for line in cases_file.read_text().splitlines():
+        if not line.startswith("#"):
+            cat[line.split()[0]] = cat.get(line.split()[0], 0) + 1
+    for spec in specs:
+        if spec.isa in usable:
+            c = counts.get(spec.name)
+            assert c is not None, f"{spec.name} did not run:\n{res.stdout}"
+            assert c["failures"] == 0
+            assert c["catalogue"] == cat[spec.name] > 0
+            assert c["sweep"] == (2 * spec.mr + 1) * (2 * spec.nr + 1)
+            assert c["fuzz"] == fuzz
+            assert c["cases"] == c["catalogue"] + c["sweep"] + c["fuzz"]
+        else:
+            assert spec.name not in counts
+            assert f"skip {spec.name}: the probe did not clear {spec.isa}" in res.stdout
+    assert re.search(r"^decoders rounds=\d+ violations=0$", res.stdout, re.M)
+    m = re.search(r"^total cases=(\d+) failures=0$", res.stdout, re.M)
+    assert m and int(m.group(1)) > 0
+    return counts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("openmp", [False, True], ids=["serial", "openmp2"])
+def test_asan_ubsan_clean(san_dir, specs, cases_file, openmp):
+    exe = build_harness(san_dir / ("omp" if openmp else "serial"), specs, flags=SAN_FLAGS,
+                        openmp=openmp)
+    res = subprocess.run([str(exe), "--cases", str(cases_file), "--fuzz", str(FUZZ_PER_KERNEL[openmp]),
+                          "--seed", str(SEED + openmp), "--threads", "2" if openmp else "1"],
+                         capture_output=True, text=True, env=_san_env(), timeout=900)
+    counts = _check_run(res, specs, cases_file, FUZZ_PER_KERNEL[openmp])
+    summary = ", ".join(f"{k}: {v['cases']}" for k, v in counts.items())
+    print(f"sanitized ({'openmp, 2 threads' if openmp else 'serial'}) cases per kernel: {summary}")
+
+
+# -- negative controls: the harness and the sanitizers do catch bugs ---------------------
+
+BROKEN = r"""
+#include <stdint.h>
+/* 2x2 scalar micro-kernels with one deliberate bug each. */
+static void tile(int64_t kc, const float *alpha, const float *a, const float *b,
+                 float acc[2][2])
+{
+    for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) acc[i][j] = 0.0f;
+    for (int64_t k = 0; k < kc; ++k)
+        for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)
+            acc[i][j] += a[k * 2 + i] * b[k * 2 + j];
+    for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) acc[i][j] *= *alpha;
+}
+/* stores one row past its tile */
+void mk_ukernel_oob(int64_t kc, const float *alpha, const float *a, const float *b,
+                    const float *beta, float *c, int64_t rs_c, int64_t cs_c)
+{
+    float acc[2][2];
+    tile(kc, alpha, a, b, acc);
+    for (int i = 0; i < 3; ++i) for (int j = 0; j < 2; ++j) {
+        float *p = c + i * rs_c + j * cs_c;
+        float v = i < 2 ? acc[i][j] : 0.0f;
+        *p = *beta == 0.0f ? v : v + *beta * *p;
+    }
+}
+/* reads C even when beta == 0 (0 * NaN survives) */
+void mk_ukernel_beta0(int64_t kc, const float *alpha, const float *a, const float *b,
+                      const float *beta, float *c, int64_t rs_c, int64_t cs_c)
+{
+    float acc[2][2];
+    tile(kc, alpha, a, b, acc);
+    for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) {
+        float *p = c + i * rs_c + j * cs_c;
+        *p = acc[i][j] + *beta * *p;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("which,expect", [
+    ("oob", "ERROR: AddressSanitizer"),
+    ("beta0", "FAIL kernel=broken_beta0"),
+])
+def test_harness_catches_a_broken_kernel(san_dir, which, expect):
+    tmp = san_dir / f"broken_{which}"
+    tmp.mkdir()
+    src = tmp / "broken.c"
+    src.write_text(BROKEN)
+    proto = ("(int64_t, const float *, const float *, const float *, const float *, "
+             "float *, int64_t, int64_t)")
+    table = (f"#include <stdint.h>\nvoid mk_ukernel_{which}{proto};\n"
+             f"#define MK_SAN_KERNEL_LIST \\\n"
+             f'    {{ "broken_{which}", "scalar", 2, 2, 1, mk_ukernel_{which}, NULL, 64, 64, 64 }},\n')
+    exe = build_harness(tmp, [], flags=SAN_FLAGS, extra_sources=[(src, [])], table=table)
+    res = subprocess.run([str(exe), "--fuzz", "200", "--seed", "3"], capture_output=True,
+                         text=True, env=_san_env(), timeout=300)
+    assert res.returncode != 0
+    assert expect in res.stdout + res.stderr, (res.stdout[-3000:], res.stderr[-3000:])
