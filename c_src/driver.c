@@ -185,6 +185,64 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
 }
 
 
+/* ---- matrix-vector (n == 1) --------------------------------------------------------- */
+
+/* c[i*rs_c] := alpha * sum_p A(i, p) x(p) + beta * c[i*rs_c] for i < m, x = b[p*rs_b].
+ * Row-contiguous A: one dot product per row in 32 independent lanes (vectorised by
+ * the compiler with the module's ISA flags); otherwise column-wise axpy into y.
+ * Rows are split between threads. xbuf holds k floats, y m floats. */
+static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t rs_a,
+                    int64_t cs_a, const float *b, int64_t rs_b, float beta, float *c,
+                    int64_t rs_c, float *xbuf, float *y, int nthreads)
+{
+    const float *x = b;
+    if (rs_b != 1) {
+        for (int64_t p = 0; p < k; ++p)
+            xbuf[p] = b[p * rs_b];
+        x = xbuf;
+    }
+    if (nthreads > 1 && m < 64 * (int64_t)nthreads)
+        nthreads = 1;
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+#ifdef _OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        const int64_t i0 = m * t / nt, i1 = m * (t + 1) / nt;
+        if (cs_a == 1 || rs_a != 1) {
+            for (int64_t i = i0; i < i1; ++i) {
+                const float *ai = a + i * rs_a;
+                float acc[32] = {0.0f};
+                int64_t p = 0;
+                if (cs_a == 1)
+                    for (; p + 32 <= k; p += 32)
+                        for (int l = 0; l < 32; ++l)
+                            acc[l] += ai[p + l] * x[p + l];
+                float sum = 0.0f;
+                for (; p < k; ++p)
+                    sum += ai[p * cs_a] * x[p];
+                for (int l = 0; l < 32; ++l)
+                    sum += acc[l];
+                y[i] = sum;
+            }
+        } else {                          /* column-contiguous A: y += A(:, p) x(p) */
+            for (int64_t i = i0; i < i1; ++i)
+                y[i] = 0.0f;
+            for (int64_t p = 0; p < k; ++p) {
+                const float *ap = a + p * cs_a, xp = x[p];
+                for (int64_t i = i0; i < i1; ++i)
+                    y[i] += ap[i] * xp;
+            }
+        }
+        for (int64_t i = i0; i < i1; ++i) {
+            float *ci = c + i * rs_c;
+            *ci = beta == 0.0f ? alpha * y[i] : alpha * y[i] + beta * *ci;
+        }
+    }
+}
+
 /* The five loops of one GEMM (or of one thread's slice of it), serial, with its own
  * packing buffers. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
@@ -254,13 +312,25 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
     }
     /* The micro-kernel's fast path wants unit column stride in C. When C's rows are
      * unit-stride instead (column-major C), compute C^T = B^T A^T. */
-    if (cs_c != 1 && (rs_c == 1 || (rs_c < 0 ? -rs_c : rs_c) < (cs_c < 0 ? -cs_c : cs_c))) {
+    if ((m == 1 && n > 1)                 /* a row of C: the GEMV below wants a column */
+        || (n > 1 && cs_c != 1
+            && (rs_c == 1 || (rs_c < 0 ? -rs_c : rs_c) < (cs_c < 0 ? -cs_c : cs_c)))) {
         const float *t = a; a = b; b = t;
         int64_t s;
         s = m; m = n; n = s;
         s = rs_a; rs_a = cs_b; cs_b = s;   /* new A = B^T: rs = cs_b, cs = rs_b */
         s = cs_a; cs_a = rs_b; rs_b = s;   /* new B = A^T: rs = cs_a, cs = rs_a */
         s = rs_c; rs_c = cs_c; cs_c = s;
+    }
+    if (n == 1) {                         /* matrix-vector: a register tile would waste
+                                             NR-1 of its NR columns */
+        if (nthreads < 1)
+            nthreads = 1;
+        float *ws = mk_ws_get((size_t)k + (size_t)m + 32);
+        if (!ws)
+            return MK_ENOMEM;
+        mk_gemv(m, k, alpha, a, rs_a, cs_a, b, rs_b, beta, c, rs_c, ws, ws + k, nthreads);
+        return MK_OK;
     }
     const int64_t mr = uk->mr, nr = uk->nr;
     const int64_t kc_blk = mk_min(blk->kc, k);

@@ -92,7 +92,8 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
                        min_seconds: float = 0.02, seed: int = 0,
                        numpy_cache: dict | None = None, blocking=None) -> list[GemmTiming]:
     """Time ``gemm(A, B, C, kernel=kernel, threads=threads)`` and ``numpy.matmul(A, B,
-    out=C)`` on each problem, interleaved, with numpy's BLAS limited to ``threads``.
+    out=C)`` on each problem, one after the other in the same run, with numpy's BLAS
+    limited to ``threads``.
 
     Each timed sample repeats the call enough times to last ``min_seconds``; the
     median of ``repeats`` samples is kept. ``numpy_cache`` (dict) reuses numpy's
@@ -104,6 +105,9 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
     from .gemm import gemm
     rng = np.random.default_rng(seed)
     out = []
+    # OpenBLAS workers spin for up to about 0.1 s after a call (THREAD_TIMEOUT 2**28
+    # cycles by default): let them sleep before timing the other side.
+    pause = 0.3 if threads > 1 else 0.01
     with threadpool_limits(limits=threads, user_api="blas"):
         for p in problems:
             A, B = p.operands(rng)
@@ -112,15 +116,20 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
             ref = lambda: np.matmul(A, B, out=C)  # noqa: E731
             ours()
             ref()
+            time.sleep(pause)
             t_one = _median_time(ours, 1)
             inner = max(1, int(min_seconds / max(t_one, 1e-7)))
             loop = lambda f: (lambda: [f() for _ in range(inner)])  # noqa: E731
             key = (p, threads)
-            o_times, n_times = [], []
-            for _ in range(repeats):
-                o_times.append(_median_time(loop(ours), 1) / inner)
-                if numpy_cache is None or key not in numpy_cache:
-                    n_times.append(_median_time(loop(ref), 1) / inner)
+            # Each side in its own block, with a pause between: with several threads,
+            # OpenBLAS's and libgomp's worker threads spin after a call and would steal
+            # the cores from the other side's threads if samples alternated.
+            o_times = [_median_time(loop(ours), 1) / inner for _ in range(repeats)]
+            n_times = []
+            if numpy_cache is None or key not in numpy_cache:
+                time.sleep(pause)
+                n_times = [_median_time(loop(ref), 1) / inner for _ in range(repeats)]
+                time.sleep(pause)
             if numpy_cache is not None:
                 numpy_cache.setdefault(key, statistics.median(n_times) if n_times else None)
                 n_med = numpy_cache[key]

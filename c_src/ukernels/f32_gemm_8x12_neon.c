@@ -20,6 +20,22 @@ void mk_ukernel_neon_8x12(int64_t kc, const float *restrict alpha,
     float32x4_t c5_0 = vdupq_n_f32(0.0f), c5_1 = vdupq_n_f32(0.0f), c5_2 = vdupq_n_f32(0.0f);
     float32x4_t c6_0 = vdupq_n_f32(0.0f), c6_1 = vdupq_n_f32(0.0f), c6_2 = vdupq_n_f32(0.0f);
     float32x4_t c7_0 = vdupq_n_f32(0.0f), c7_1 = vdupq_n_f32(0.0f), c7_2 = vdupq_n_f32(0.0f);
+    __builtin_prefetch(c + 0 * rs_c);
+    __builtin_prefetch(c + 0 * rs_c + 11 * cs_c);
+    __builtin_prefetch(c + 1 * rs_c);
+    __builtin_prefetch(c + 1 * rs_c + 11 * cs_c);
+    __builtin_prefetch(c + 2 * rs_c);
+    __builtin_prefetch(c + 2 * rs_c + 11 * cs_c);
+    __builtin_prefetch(c + 3 * rs_c);
+    __builtin_prefetch(c + 3 * rs_c + 11 * cs_c);
+    __builtin_prefetch(c + 4 * rs_c);
+    __builtin_prefetch(c + 4 * rs_c + 11 * cs_c);
+    __builtin_prefetch(c + 5 * rs_c);
+    __builtin_prefetch(c + 5 * rs_c + 11 * cs_c);
+    __builtin_prefetch(c + 6 * rs_c);
+    __builtin_prefetch(c + 6 * rs_c + 11 * cs_c);
+    __builtin_prefetch(c + 7 * rs_c);
+    __builtin_prefetch(c + 7 * rs_c + 11 * cs_c);
     int64_t k = 0;
     for (; k < kc; ++k) {
         const float32x4_t b0 = vld1q_f32(b + 0);
@@ -80,7 +96,7 @@ void mk_ukernel_neon_8x12(int64_t kc, const float *restrict alpha,
     c7_1 = vmulq_f32(c7_1, va);
     c7_2 = vmulq_f32(c7_2, va);
     if (cs_c == 1) {
-        if (*beta == 0.0f) {          /* C is written, never read */
+        if (*beta == 0.0f) {
             vst1q_f32(c + 0 * rs_c + 0, c0_0);
             vst1q_f32(c + 0 * rs_c + 4, c0_1);
             vst1q_f32(c + 0 * rs_c + 8, c0_2);

@@ -47,7 +47,7 @@ the M edge with a row count (row i is stored only when i < m). A general-stride 
 from __future__ import annotations
 
 from ..tile import TileSpec
-from .common import VectorOps, emit_peak, header, symbol
+from .common import VectorOps, emit_peak, emit_ukernel, header, symbol
 
 __all__ = ["NEON", "ukernel", "peak", "nr_expr", "edge_symbol", "neon_ukernel",
            "sve_ukernel", "sve_peak", "SVE_MAX_LANES", "PEAK_CHAINS", "BARRIER"]
@@ -117,95 +117,41 @@ def _neon_a_groups(mr: int) -> list[tuple[str, int, int]]:
     return groups
 
 
+def _neon_step(spec: TileSpec, ops: VectorOps, acc, u: int, indent: str) -> list[str]:
+    """One k step in the by-element form: B row as vectors, A column as vectors, and
+    vfmaq_laneq_f32 picks each A value from its lane (no broadcast registers)."""
+    mr, nr, lanes, nv = spec.mr, spec.nr, 4, spec.vectors_per_row
+    lines = []
+    for v in range(nv):
+        lines.append(f"{indent}const float32x4_t b{v} = vld1q_f32(b + {u * nr + v * lanes});")
+    for g, (kind, first, rows) in enumerate(_neon_a_groups(mr)):
+        p = f"a + {u * mr + first}"
+        if kind == "q":
+            lines.append(f"{indent}const float32x4_t a{g} = vld1q_f32({p});")
+        elif kind == "d":
+            lines.append(f"{indent}const float32x2_t a{g} = vld1_f32({p});")
+        else:
+            lines.append(f"{indent}const float32x4_t a{g} = vld1q_dup_f32({p});")
+        for r in range(rows):
+            i = first + r
+            for v in range(nv):
+                if kind == "q":
+                    fma = f"vfmaq_laneq_f32({acc[i][v]}, b{v}, a{g}, {r})"
+                elif kind == "d":
+                    fma = f"vfmaq_lane_f32({acc[i][v]}, b{v}, a{g}, {r})"
+                else:
+                    fma = f"vfmaq_f32({acc[i][v]}, b{v}, a{g})"
+                lines.append(f"{indent}{acc[i][v]} = {fma};")
+    return lines
+
+
 def neon_ukernel(spec: TileSpec) -> str:
-    """C source of the NEON micro-kernel (contract: c_src/mk_ukernel.h)."""
+    """C source of the NEON micro-kernel (contract: c_src/mk_ukernel.h): the shared
+    skeleton with the by-element k step and a compiler barrier between unrolled steps."""
     if spec.isa != "neon":
         raise ValueError(f"neon_ukernel needs a neon tile, got {spec.name}")
-    ops = NEON
-    mr, nr, lanes, nv, ku = spec.mr, spec.nr, 4, spec.vectors_per_row, spec.k_unroll
-    acc = [[f"c{i}_{v}" for v in range(nv)] for i in range(mr)]
-    groups = _neon_a_groups(mr)
-    out: list[str] = [header(spec)]
-    out += ["#include <stdint.h>", "#include <arm_neon.h>", ""]
-    out.append(f"void {symbol(spec)}(int64_t kc, const float *restrict alpha,")
-    out.append("        const float *restrict a, const float *restrict b,")
-    out.append("        const float *restrict beta, float *restrict c, int64_t rs_c, int64_t cs_c)")
-    out.append("{")
-    for i in range(mr):
-        out.append(f"    {ops.vtype} " + ", ".join(f"{n} = {ops.zero}" for n in acc[i]) + ";")
-
-    def step(u: int, indent: str) -> list[str]:
-        lines = []
-        for v in range(nv):
-            lines.append(f"{indent}const float32x4_t b{v} = vld1q_f32(b + {u * nr + v * lanes});")
-        for g, (kind, first, rows) in enumerate(groups):
-            p = f"a + {u * mr + first}"
-            if kind == "q":
-                lines.append(f"{indent}const float32x4_t a{g} = vld1q_f32({p});")
-            elif kind == "d":
-                lines.append(f"{indent}const float32x2_t a{g} = vld1_f32({p});")
-            else:
-                lines.append(f"{indent}const float32x4_t a{g} = vld1q_dup_f32({p});")
-            for r in range(rows):
-                i = first + r
-                for v in range(nv):
-                    if kind == "q":
-                        fma = f"vfmaq_laneq_f32({acc[i][v]}, b{v}, a{g}, {r})"
-                    elif kind == "d":
-                        fma = f"vfmaq_lane_f32({acc[i][v]}, b{v}, a{g}, {r})"
-                    else:
-                        fma = f"vfmaq_f32({acc[i][v]}, b{v}, a{g})"
-                    lines.append(f"{indent}{acc[i][v]} = {fma};")
-        return lines
-
-    out.append("    int64_t k = 0;")
-    if ku > 1:
-        out.append(f"    for (; k + {ku} <= kc; k += {ku}) {{")
-        for u in range(ku):
-            out.append("        {")
-            out.append(f"            {BARRIER}")
-            out += step(u, "            ")
-            out.append("        }")
-        out.append(f"        a += {ku * mr};")
-        out.append(f"        b += {ku * nr};")
-        out.append("    }")
-    out.append("    for (; k < kc; ++k) {")
-    out += step(0, "        ")
-    out.append(f"        a += {mr};")
-    out.append(f"        b += {nr};")
-    out.append("    }")
-    # epilogue: C := alpha*acc + beta*C (the VectorOps templates, as common.emit_ukernel)
-    out.append(f"    const {ops.vtype} va = {ops.splat.format(x='*alpha')};")
-    for i in range(mr):
-        for v in range(nv):
-            out.append(f"    {acc[i][v]} = {ops.mul.format(a=acc[i][v], b='va')};")
-    out.append("    if (cs_c == 1) {")
-    out.append("        if (*beta == 0.0f) {          /* C is written, never read */")
-    for i in range(mr):
-        for v in range(nv):
-            out.append("            " + ops.store.format(p=f"c + {i} * rs_c + {v * lanes}",
-                                                         v=acc[i][v]) + ";")
-    out.append("        } else {")
-    out.append(f"            const {ops.vtype} vb = {ops.splat.format(x='*beta')};")
-    for i in range(mr):
-        for v in range(nv):
-            p = f"c + {i} * rs_c + {v * lanes}"
-            val = ops.fma.format(a="vb", b=ops.load.format(p=p), c=acc[i][v])
-            out.append("            " + ops.store.format(p=p, v=val) + ";")
-    out.append("        }")
-    out.append("    } else {")
-    out.append(f"        float t[{mr * nr}] __attribute__((aligned({ops.align})));")
-    for i in range(mr):
-        for v in range(nv):
-            out.append("        " + ops.store.format(p=f"t + {i * nr + v * lanes}", v=acc[i][v]) + ";")
-    out.append(f"        for (int64_t i = 0; i < {mr}; ++i)")
-    out.append(f"            for (int64_t j = 0; j < {nr}; ++j) {{")
-    out.append("                float *p = c + i * rs_c + j * cs_c;")
-    out.append(f"                *p = *beta == 0.0f ? t[i * {nr} + j] : t[i * {nr} + j] + *beta * *p;")
-    out.append("            }")
-    out.append("    }")
-    out.append("}")
-    return "\n".join(out) + "\n"
+    return emit_ukernel(spec, NEON, step=_neon_step, includes=("arm_neon.h",),
+                        step_prefix=BARRIER)
 
 
 # -- SVE ------------------------------------------------------------------------------

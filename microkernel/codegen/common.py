@@ -56,14 +56,33 @@ def symbol(spec: TileSpec) -> str:
     return f"mk_ukernel_{spec.name}"
 
 
-def emit_ukernel(spec: TileSpec, ops: VectorOps) -> str:
-    """Full C source of the micro-kernel for a fixed-width ISA."""
+def broadcast_step(spec: TileSpec, ops: VectorOps, acc, u: int, indent: str) -> list[str]:
+    """One k step (copy ``u`` of the unrolled body): load the NR/lanes vectors of the
+    B row, broadcast each of the MR values of the A column, FMA into the accumulators."""
+    mr, nr, lanes, nv = spec.mr, spec.nr, spec.info.lanes, spec.vectors_per_row
+    lines = []
+    for v in range(nv):
+        lines.append(f"{indent}const {ops.vtype} b{v} = {ops.load.format(p=f'b + {u * nr + v * lanes}')};")
+    for i in range(mr):
+        lines.append(f"{indent}const {ops.vtype} a{i} = {ops.bcast.format(p=f'a + {u * mr + i}')};")
+        for v in range(nv):
+            lines.append(f"{indent}{acc[i][v]} = " + ops.fma.format(a=f"a{i}", b=f"b{v}", c=acc[i][v]) + ";")
+    return lines
+
+
+def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=None,
+                 step_prefix: str = "") -> str:
+    """Full C source of the micro-kernel for a fixed-width ISA.
+
+    ``step(spec, ops, acc, u, indent) -> lines`` writes one k step (default: the
+    broadcast form; NEON passes its by-element form); ``step_prefix`` is a line put at
+    the start of each unrolled copy (e.g. a compiler barrier)."""
     mr, lanes = spec.mr, spec.info.lanes
     nv = spec.vectors_per_row
     nr = spec.nr
     acc = [[f"c{i}_{v}" for v in range(nv)] for i in range(mr)]
     out: list[str] = [header(spec)]
-    out += [f"#include <{h}>" for h in ("stdint.h",) + ops.includes]
+    out += [f"#include <{h}>" for h in ("stdint.h",) + (ops.includes if includes is None else includes)]
     out.append("")
     out.append(f"void {symbol(spec)}(int64_t kc, const float *restrict alpha,")
     out.append("        const float *restrict a, const float *restrict b,")
@@ -71,20 +90,6 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps) -> str:
     out.append("{")
     for i in range(mr):
         out.append("    " + f"{ops.vtype} " + ", ".join(f"{n} = {ops.zero}" for n in acc[i]) + ";")
-
-    def step(u: int, indent: str) -> list[str]:
-        lines = []
-        bvars = [f"b{v}" for v in range(nv)]
-        for v in range(nv):
-            p = f"b + {u * nr + v * lanes}"
-            lines.append(f"{indent}const {ops.vtype} {bvars[v]} = {ops.load.format(p=p)};")
-        for i in range(mr):
-            p = f"a + {u * mr + i}"
-            lines.append(f"{indent}const {ops.vtype} a{i} = {ops.bcast.format(p=p)};")
-            for v in range(nv):
-                lines.append(f"{indent}{acc[i][v]} = "
-                             + ops.fma.format(a=f"a{i}", b=bvars[v], c=acc[i][v]) + ";")
-        return lines
 
     # Prefetch the C tile (first and last element of each row) while the K loop runs,
     # so the epilogue's loads of C do not stall (OpenBLAS/BLIS kernels do the same).
@@ -97,13 +102,15 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps) -> str:
         out.append(f"    for (; k + {ku} <= kc; k += {ku}) {{")
         for u in range(ku):
             out.append("        {")
-            out += step(u, "            ")
+            if step_prefix:
+                out.append(f"            {step_prefix}")
+            out += step(spec, ops, acc, u, "            ")
             out.append("        }")
         out.append(f"        a += {ku * mr};")
         out.append(f"        b += {ku * nr};")
         out.append("    }")
     out.append("    for (; k < kc; ++k) {")
-    out += step(0, "        ")
+    out += step(spec, ops, acc, 0, "        ")
     out.append(f"        a += {mr};")
     out.append(f"        b += {nr};")
     out.append("    }")
