@@ -32,7 +32,7 @@ def measure_peak(kernel, repeats: int = 5, seconds: float = 0.05) -> float:
     return max(kernel.fma_peak(iters) for _ in range(repeats))
 
 
-def time_l1(kernel, kc: int = 256, repeats: int = 9, seconds: float = 0.03) -> float:
+def time_l1(kernel, kc: int = 256, repeats: int = 15, seconds: float = 0.03) -> float:
     """Micro-kernel GFLOP/s with packed panels hot in L1 (median of ``repeats``);
     kc * (MR + NR) * 4 bytes must fit L1 for the name to be true."""
     flops_per_call = 2.0 * kernel.mr * kernel.nr * kc

@@ -137,8 +137,12 @@ def cmd_bench(args) -> int:
     t = Table(title=f"micro-kernel in L1 (K={args.kc}); FMA peak {best.spec.isa}: {peak:.1f} GFLOP/s")
     for col in ("kernel", "GFLOP/s", "% of peak"):
         t.add_column(col, justify="right")
-    for k in ks:  # every kernel against the one core's FMA peak (of the best ISA)
-        g = bench.time_l1(k, kc=args.kc)
+    l1 = [(k, bench.time_l1(k, kc=args.kc)) for k in ks]
+    # the clock moves on a VM: the peak is the best of before and after the kernels
+    peak = max(peak, bench.measure_peak(best))
+    result["peak_gflops"] = peak
+    t.title = f"micro-kernel in L1 (K={args.kc}); FMA peak {best.spec.isa}: {peak:.1f} GFLOP/s"
+    for k, g in l1:  # every kernel against the one core's FMA peak (of the best ISA)
         t.add_row(k.name, f"{g:.1f}", f"{100 * g / peak:.0f}%")
         result["l1"].append({"kernel": k.name, "gflops": g, "peak_gflops": peak,
                              "pct_peak": 100 * g / peak})
