@@ -185,6 +185,20 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
 }
 
 
+/* This thread's contiguous share [lo, hi) of `units` work units inside an OpenMP
+ * team (all of them outside one); returns the thread number. */
+static int mk_my_share(int64_t units, int64_t *lo, int64_t *hi)
+{
+#ifdef _OPENMP
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+    const int t = 0, nt = 1;
+#endif
+    *lo = units * t / nt;
+    *hi = units * (t + 1) / nt;
+    return t;
+}
+
 /* ---- matrix-vector (n == 1) --------------------------------------------------------- */
 
 /* c[i*rs_c] := alpha * sum_p A(i, p) x(p) + beta * c[i*rs_c] for i < m, x = b[p*rs_b].
@@ -205,12 +219,8 @@ static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t r
         nthreads = 1;
 #pragma omp parallel num_threads(nthreads) if (nthreads > 1)
     {
-#ifdef _OPENMP
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const int t = 0, nt = 1;
-#endif
-        const int64_t i0 = m * t / nt, i1 = m * (t + 1) / nt;
+        int64_t i0, i1;
+        mk_my_share(m, &i0, &i1);
         if (cs_a == 1 || rs_a != 1) {
             for (int64_t i = i0; i < i1; ++i) {
                 const float *ai = a + i * rs_a;
@@ -365,12 +375,8 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
 
 #pragma omp parallel num_threads(nthreads) if (nthreads > 1)
     {
-#ifdef _OPENMP
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const int t = 0, nt = 1;
-#endif
-        const int64_t lo = units * t / nt, hi = units * (t + 1) / nt;
+        int64_t lo, hi;
+        const int t = mk_my_share(units, &lo, &hi);
         float *mine = ws + per_thread * (size_t)t;
         if (split_n) {
             const int64_t j0 = lo * nr, j1 = mk_min(n, hi * nr);
