@@ -4,7 +4,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from . import FAMILY, generate
+from . import generate
 from ..tile import BUILTIN_TILES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "c_src" / "ukernels"

@@ -156,6 +156,28 @@ def neon_ukernel(spec: TileSpec) -> str:
 
 # -- SVE ------------------------------------------------------------------------------
 
+def _sve_unit_stride_store(acc, out: list[str], preds: list[str], guard_rows: bool) -> None:
+    """The cs_c == 1 branch of the epilogue: C := acc (beta == 0, C never read) or
+    acc + beta*C, vector v of each row under predicate preds[v]; with ``guard_rows``
+    (edge tile) rows at and past m are not stored."""
+    out.append("    if (cs_c == 1) {")
+    for beta0 in (True, False):
+        if beta0:
+            out.append("        if (*beta == 0.0f) {          /* C is written, never read */")
+        else:
+            out.append("        } else {")
+            out.append("            const svfloat32_t vb = svdup_n_f32(*beta);")
+        for i, row in enumerate(acc):
+            if guard_rows and i:
+                out.append(f"            if (m <= {i}) return;")
+            for v, name in enumerate(row):
+                p, pg = f"c + {i} * rs_c", preds[v]
+                val = name if beta0 else (f"svmla_f32_x({pg}, {name}, "
+                                          f"svld1_vnum_f32({pg}, {p}, {v}), vb)")
+                out.append(f"            svst1_vnum_f32({pg}, {p}, {v}, {val});")
+    out.append("        }")
+
+
 def _sve_body(spec: TileSpec, out: list[str]) -> list[list[str]]:
     """Declarations and K loop shared by the full and the edge entry point.
     Appends to ``out``; returns the accumulator names [row][vector]."""
@@ -235,19 +257,7 @@ def sve_ukernel(spec: TileSpec) -> str:
     out.append("        const float *restrict beta, float *restrict c, int64_t rs_c, int64_t cs_c)")
     out.append("{")
     acc = _sve_body(spec, out)
-    out.append("    if (cs_c == 1) {")
-    out.append("        if (*beta == 0.0f) {          /* C is written, never read */")
-    for i in range(mr):
-        for v in range(nv):
-            out.append(f"            svst1_vnum_f32(pg, c + {i} * rs_c, {v}, {acc[i][v]});")
-    out.append("        } else {")
-    out.append("            const svfloat32_t vb = svdup_n_f32(*beta);")
-    for i in range(mr):
-        for v in range(nv):
-            p = f"c + {i} * rs_c"
-            out.append(f"            svst1_vnum_f32(pg, {p}, {v}, svmla_f32_x(pg, {acc[i][v]}, "
-                       f"svld1_vnum_f32(pg, {p}, {v}), vb));")
-    out.append("        }")
+    _sve_unit_stride_store(acc, out, ["pg"] * nv, guard_rows=False)
     out.append("    } else {")
     _sve_strided(spec, acc, out, str(mr), "nr")
     out.append("    }")
@@ -265,23 +275,7 @@ def sve_ukernel(spec: TileSpec) -> str:
     for v in range(nv):
         start = "0" if v == 0 else f"{v} * vl"
         out.append(f"    const svbool_t p{v} = svwhilelt_b32_s64({start}, n);")
-    out.append("    if (cs_c == 1) {")
-    out.append("        if (*beta == 0.0f) {          /* C is written, never read */")
-    for i in range(mr):
-        if i:
-            out.append(f"            if (m <= {i}) return;")
-        for v in range(nv):
-            out.append(f"            svst1_vnum_f32(p{v}, c + {i} * rs_c, {v}, {acc[i][v]});")
-    out.append("        } else {")
-    out.append("            const svfloat32_t vb = svdup_n_f32(*beta);")
-    for i in range(mr):
-        if i:
-            out.append(f"            if (m <= {i}) return;")
-        for v in range(nv):
-            p = f"c + {i} * rs_c"
-            out.append(f"            svst1_vnum_f32(p{v}, {p}, {v}, svmla_f32_x(p{v}, {acc[i][v]}, "
-                       f"svld1_vnum_f32(p{v}, {p}, {v}), vb));")
-    out.append("        }")
+    _sve_unit_stride_store(acc, out, [f"p{v}" for v in range(nv)], guard_rows=True)
     out.append("    } else {")
     _sve_strided(spec, acc, out, "m", "n")
     out.append("    }")
