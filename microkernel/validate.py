@@ -139,13 +139,11 @@ def _view(rows: int, cols: int, layout: str, fill: np.ndarray | None = None):
         raw = _aligned_empty(br * bc * 4, off)
         base = raw.view(np.float32) if off % 4 == 0 else np.ndarray((br * bc,), np.float32, raw)
         base = base.reshape(br, bc)
+    elif layout == "f":
+        base = np.empty((bc, br), dtype=np.float32).T  # column-major storage
     else:
         base = np.empty((br, bc), dtype=np.float32)
     base[...] = GUARD
-    if layout == "f":
-        baseT = np.empty((bc, br), dtype=np.float32).T  # column-major storage
-        baseT[...] = GUARD
-        base = baseT
     v = base[PAD:PAD + rows * step_r:step_r, PAD:PAD + cols * step_c:step_c]
     if layout == "n":
         v = v[::-1, ::-1]
