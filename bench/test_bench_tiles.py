@@ -1,11 +1,14 @@
-"""pytest-benchmark: tiles side by side with numpy, one group per problem shape.
+"""pytest-benchmark: tiles side by side with numpy, one group per problem shape and
+thread count.
 
     pytest bench/ --benchmark-only [--benchmark-autosave] [--benchmark-compare]
     MICROKERNEL_BENCH_TILES=avx2_6x16,avx2_4x24 pytest bench/ --benchmark-only
 
-GFLOP/s and % of the FMA peak (measured once per session) go to ``extra_info``;
-the tile name is in the test id. Single thread on both sides (threadpoolctl).
-Nothing here asserts a speed.
+Problems: square n in {256, 512, 1024, 2048} and the DeepBench shapes shipped in the
+package, with 1 thread and then 2 on both sides (numpy's BLAS limited by
+threadpoolctl). In each group numpy runs first; each tile's ``extra_info`` has its
+GFLOP/s, % of the FMA peak (measured once per session) and ``ratio_vs_numpy`` (numpy's
+median time / ours). Nothing here asserts a speed.
 """
 import os
 
@@ -18,7 +21,11 @@ from microkernel import bench
 from microkernel.workloads import deepbench, square
 
 TILES = [t for t in os.environ.get("MICROKERNEL_BENCH_TILES", "").split(",") if t] or mk.kernels()
-PROBLEMS = square((256, 512, 1024)) + [p for p in deepbench() if min(p.m, p.n) >= 16][:6]
+PROBLEMS = square((256, 512, 1024, 2048)) + deepbench()
+THREADS = (1, 2)
+# numpy first in each (problem, threads) group, so the tiles can quote the ratio
+CASES = [(p, t, tile) for t in THREADS for p in PROBLEMS for tile in ["numpy"] + TILES]
+_NUMPY_MEDIAN: dict = {}
 
 
 @pytest.fixture(scope="session")
@@ -26,31 +33,31 @@ def peak():
     return bench.measure_peak(mk.get_kernel(TILES[0]))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def one_thread():
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 def _operands(p):
     A, B = p.operands(np.random.default_rng(0))
     return A, B, np.empty((p.m, p.n), np.float32)
 
 
-@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.label)
-@pytest.mark.parametrize("tile", TILES + ["numpy"])
-def test_gemm(benchmark, tile, problem, peak):
-    benchmark.group = f"gemm {problem.label}"
+@pytest.mark.parametrize("problem,threads,tile", CASES,
+                         ids=[f"{p.label}-{t}T-{tile}" for p, t, tile in CASES])
+def test_gemm(benchmark, problem, threads, tile, peak):
+    benchmark.group = f"gemm {problem.label}, {threads} thread(s)"
     A, B, C = _operands(problem)
-    if tile == "numpy":
-        benchmark(np.matmul, A, B, out=C)
-    else:
-        k = mk.get_kernel(tile)
-        benchmark(mk.gemm, A, B, C, kernel=k, threads=1)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        if tile == "numpy":
+            benchmark(np.matmul, A, B, out=C)
+        else:
+            k = mk.get_kernel(tile)
+            benchmark(mk.gemm, A, B, C, kernel=k, threads=threads)
     secs = benchmark.stats.stats.median
-    benchmark.extra_info["gflops"] = problem.flops / secs / 1e9
-    benchmark.extra_info["pct_peak"] = 100 * problem.flops / secs / 1e9 / peak
+    gflops = problem.flops / secs / 1e9
+    benchmark.extra_info["gflops"] = gflops
+    benchmark.extra_info["pct_peak"] = 100 * gflops / (peak * threads)
     benchmark.extra_info["peak_gflops"] = peak
+    if tile == "numpy":
+        _NUMPY_MEDIAN[(problem, threads)] = secs
+    elif (problem, threads) in _NUMPY_MEDIAN:
+        benchmark.extra_info["ratio_vs_numpy"] = _NUMPY_MEDIAN[(problem, threads)] / secs
 
 
 @pytest.mark.parametrize("tile", TILES)

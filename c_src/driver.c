@@ -86,66 +86,141 @@ int64_t mk_workspace_bytes(void)
 static int64_t mk_min(int64_t x, int64_t y) { return x < y ? x : y; }
 static int64_t mk_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
-/* ---- packing ----------------------------------------------------------------------- */
-
-/* One MR-tall micro-panel of A: rows [0, mcur) of an mcur x kc block starting at a,
- * written as kc steps of MR floats, zero-padded to MR rows. */
-static void mk_pack_a_panel(int64_t mcur, int64_t kc, const float *a, int64_t rs_a,
-                            int64_t cs_a, int64_t mr, float *restrict dst)
+/* The block size for a loop of `total` in blocks of at most `blk`: ceil(total/blk)
+ * equal blocks, rounded up to `unit` (and never above blk when blk is a multiple of
+ * unit), rather than full blocks and a thin remainder. A K remainder of 64 after
+ * three KC = 320 blocks would pay the fixed cost of a micro-kernel call (loading and
+ * storing the C tile) five times as often per flop; an MC remainder of 4 rows would
+ * pack and sweep a whole B block for a single A micro-panel. */
+static int64_t mk_balance(int64_t total, int64_t blk, int64_t unit)
 {
-    if (mcur == mr && rs_a == 1) {              /* column-major A: a copy per k */
-        for (int64_t k = 0; k < kc; ++k)
-            for (int64_t i = 0; i < mr; ++i)
-                dst[k * mr + i] = a[k * cs_a + i];
-        return;
-    }
-    if (cs_a == 1) {                            /* row-major A: read rows, in k chunks
-                                                   so the writes stay in a few lines */
-        for (int64_t k0 = 0; k0 < kc; k0 += 16) {
-            const int64_t k1 = mk_min(kc, k0 + 16);
-            for (int64_t i = 0; i < mcur; ++i) {
-                const float *row = a + i * rs_a;
-                for (int64_t k = k0; k < k1; ++k)
-                    dst[k * mr + i] = row[k];
-            }
-        }
-    } else {
-        for (int64_t k = 0; k < kc; ++k)
-            for (int64_t i = 0; i < mcur; ++i)
-                dst[k * mr + i] = a[i * rs_a + k * cs_a];
-    }
-    if (mcur < mr)
-        for (int64_t k = 0; k < kc; ++k)
-            for (int64_t i = mcur; i < mr; ++i)
-                dst[k * mr + i] = 0.0f;
+    const int64_t blocks = (total + blk - 1) / blk;
+    const int64_t even = mk_round_up((total + blocks - 1) / blocks, unit);
+    return even < blk ? even : blk;
 }
 
-/* One NR-wide micro-panel of B: columns [0, ncur) of a kc x ncur block, written as kc
- * steps of NR floats, zero-padded to NR columns. */
-static void mk_pack_b_panel(int64_t kc, int64_t ncur, const float *b, int64_t rs_b,
-                            int64_t cs_b, int64_t nr, float *restrict dst)
+/* ---- packing ----------------------------------------------------------------------- */
+
+/*
+ * Both operands are packed by the same code. A micro-panel is `w` lines of kc floats
+ * (w = MR rows of A, or NR columns of B) stored k-major: dst[k*w + l] = X(line l, k),
+ * with lines past wcur zero-padded. For A, a line is a row (s_l = rs_a between lines,
+ * s_k = cs_a along K); for B, a line is a column (s_l = cs_b, s_k = rs_b).
+ *
+ * Two hot cases: s_l == 1 (row-major B, column-major A) is a copy of w floats per k;
+ * s_k == 1 (row-major A, column-major B) is a transpose, done 8 x 8 at a time in
+ * registers with GCC vector extensions (portable C: the ISA's shuffles where the
+ * module's flags have them). The transpose stores 8 floats per k at dst + k*w + l0,
+ * so a group narrower than 8 writes past its end into positions that are written
+ * again later in the same pass; MK_PACK_SLACK floats after the last panel absorb the
+ * final overrun.
+ */
+enum { MK_PACK_SLACK = 8 };
+
+typedef float mk_v8 __attribute__((vector_size(32)));
+typedef int32_t mk_v8i __attribute__((vector_size(32)));
+
+static const float mk_zero8[8] __attribute__((aligned(32)));
+
+static inline mk_v8 mk_load8(const float *p)
 {
-    if (ncur == nr && cs_b == 1) {              /* row-major B: a copy per k */
+    mk_v8 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void mk_store8(float *p, mk_v8 v) { __builtin_memcpy(p, &v, sizeof v); }
+
+/* w floats from s to d (w % 8 == 0: whole vectors). */
+static inline void mk_copy_line(float *restrict d, const float *restrict s, int64_t w)
+{
+    if (w % 8 == 0)
+        for (int64_t l = 0; l < w; l += 8)
+            mk_store8(d + l, mk_load8(s + l));
+    else
+        for (int64_t l = 0; l < w; ++l)
+            d[l] = s[l];
+}
+
+/* 8 lines x 8 k: line l is p[l][0..8); stores d[k*w + l] for k, l < 8 in increasing k
+ * (the 8 stores of 8 floats may overlap when w < 8: each overwrites the previous
+ * one's tail). The in-register transpose is the AVX unpack/shuffle/permute2f128
+ * sequence (Intel 64 and IA-32 Architectures Optimization Reference Manual, 8x8
+ * matrix transpose), written with GCC vector extensions. */
+static inline void mk_transpose8(const float *const p[8], float *d, int64_t w)
+{
+    const mk_v8i lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
+    const mk_v8i l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const mk_v8i l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    const mk_v8 r0 = mk_load8(p[0]), r1 = mk_load8(p[1]), r2 = mk_load8(p[2]),
+                r3 = mk_load8(p[3]), r4 = mk_load8(p[4]), r5 = mk_load8(p[5]),
+                r6 = mk_load8(p[6]), r7 = mk_load8(p[7]);
+    const mk_v8 t0 = __builtin_shuffle(r0, r1, lo), t1 = __builtin_shuffle(r0, r1, hi),
+                t2 = __builtin_shuffle(r2, r3, lo), t3 = __builtin_shuffle(r2, r3, hi),
+                t4 = __builtin_shuffle(r4, r5, lo), t5 = __builtin_shuffle(r4, r5, hi),
+                t6 = __builtin_shuffle(r6, r7, lo), t7 = __builtin_shuffle(r6, r7, hi);
+    const mk_v8 u0 = __builtin_shuffle(t0, t2, l2), u1 = __builtin_shuffle(t0, t2, h2),
+                u2 = __builtin_shuffle(t1, t3, l2), u3 = __builtin_shuffle(t1, t3, h2),
+                u4 = __builtin_shuffle(t4, t6, l2), u5 = __builtin_shuffle(t4, t6, h2),
+                u6 = __builtin_shuffle(t5, t7, l2), u7 = __builtin_shuffle(t5, t7, h2);
+    mk_store8(d + 0 * w, __builtin_shuffle(u0, u4, l4));
+    mk_store8(d + 1 * w, __builtin_shuffle(u1, u5, l4));
+    mk_store8(d + 2 * w, __builtin_shuffle(u2, u6, l4));
+    mk_store8(d + 3 * w, __builtin_shuffle(u3, u7, l4));
+    mk_store8(d + 4 * w, __builtin_shuffle(u0, u4, h4));
+    mk_store8(d + 5 * w, __builtin_shuffle(u1, u5, h4));
+    mk_store8(d + 6 * w, __builtin_shuffle(u2, u6, h4));
+    mk_store8(d + 7 * w, __builtin_shuffle(u3, u7, h4));
+}
+
+/* One micro-panel: wcur <= w lines of kc floats (see above), zero-padded to w lines.
+ * Writes up to MK_PACK_SLACK floats past dst + kc*w (s_k == 1 case only). */
+static void mk_pack_panel(int64_t wcur, int64_t kc, const float *x, int64_t s_l,
+                          int64_t s_k, int64_t w, float *restrict dst)
+{
+    if (s_l == 1 && wcur == w) {                /* a copy of w floats per k */
         for (int64_t k = 0; k < kc; ++k)
-            for (int64_t j = 0; j < nr; ++j)
-                dst[k * nr + j] = b[k * rs_b + j];
+            mk_copy_line(dst + k * w, x + k * s_k, w);
         return;
     }
-    if (rs_b == 1) {                            /* column-major B: read columns */
-        for (int64_t j = 0; j < ncur; ++j) {
-            const float *col = b + j * cs_b;
-            for (int64_t k = 0; k < kc; ++k)
-                dst[k * nr + j] = col[k];
+    const int64_t kv = s_k == 1 ? kc - kc % 8 : 0;
+    /* lines contiguous along K: 8 x 8 transposes. Groups of 8 lines go last to first,
+     * so that a narrow last group's overrun into the next k is rewritten by group 0. */
+    for (int64_t l0 = (w - 1) / 8 * 8; kv > 0 && l0 >= 0; l0 -= 8) {
+        const float *p[8];
+        int64_t step[8];
+        for (int l = 0; l < 8; ++l) {
+            const int real = l0 + l < wcur;
+            p[l] = real ? x + (l0 + l) * s_l : mk_zero8;
+            step[l] = real ? 8 : 0;
         }
-    } else {
-        for (int64_t k = 0; k < kc; ++k)
-            for (int64_t j = 0; j < ncur; ++j)
-                dst[k * nr + j] = b[k * rs_b + j * cs_b];
+        for (int64_t k = 0; k < kv; k += 8) {
+            mk_transpose8(p, dst + k * w + l0, w);
+            for (int l = 0; l < 8; ++l)
+                p[l] += step[l];
+        }
     }
-    if (ncur < nr)
-        for (int64_t k = 0; k < kc; ++k)
-            for (int64_t j = ncur; j < nr; ++j)
-                dst[k * nr + j] = 0.0f;
+    for (int64_t k = kv; k < kc; ++k)           /* the rest, any strides */
+        for (int64_t l = 0; l < w; ++l)
+            dst[k * w + l] = l < wcur ? x[l * s_l + k * s_k] : 0.0f;
+}
+
+/* A block of `width` lines as consecutive micro-panels of w lines (the last one
+ * zero-padded). When the lines are unit-stride (s_l == 1), the block is swept 8 k at
+ * a time across all panels, so that the source is read along its rows as hardware
+ * prefetchers expect, rather than down a column with a whole row between reads. */
+static void mk_pack_block(int64_t width, int64_t kc, const float *x, int64_t s_l,
+                          int64_t s_k, int64_t w, float *restrict dst)
+{
+    const int64_t full = s_l == 1 ? width / w : 0;
+    for (int64_t k0 = 0; k0 < kc; k0 += 8) {
+        const int64_t k1 = mk_min(kc, k0 + 8);
+        for (int64_t p = 0; p < full; ++p)
+            for (int64_t k = k0; k < k1; ++k)
+                mk_copy_line(dst + p * w * kc + k * w, x + k * s_k + p * w, w);
+    }
+    for (int64_t l = full * w; l < width; l += w)
+        mk_pack_panel(mk_min(w, width - l), kc, x + l * s_l, s_l, s_k, w, dst + l * kc);
 }
 
 /* ---- C updates ---------------------------------------------------------------------- */
@@ -201,10 +276,36 @@ static int mk_my_share(int64_t units, int64_t *lo, int64_t *hi)
 
 /* ---- matrix-vector (n == 1) --------------------------------------------------------- */
 
+/* y[r] := sum_p A(r, p) x(p) for `rows` (<= 4) rows of a row-contiguous A (row r at
+ * a + r*rs_a): two vector accumulators per row (up to 8 independent FMA chains to
+ * cover the FMA latency), each x vector loaded once for all rows, then a tree
+ * reduction per row (a serial sum of the lanes would be a chain of dependent adds). */
+static inline __attribute__((always_inline)) void
+mk_dot_rows(int rows, int64_t k, const float *a, int64_t rs_a, const float *x, float *y)
+{
+    const mk_v8 z = {0};
+    mk_v8 s[4][2] = {{z, z}, {z, z}, {z, z}, {z, z}};
+    int64_t p = 0;
+    for (; p + 16 <= k; p += 16) {
+        const mk_v8 x0 = mk_load8(x + p), x1 = mk_load8(x + p + 8);
+        for (int r = 0; r < rows; ++r) {
+            s[r][0] += mk_load8(a + r * rs_a + p) * x0;
+            s[r][1] += mk_load8(a + r * rs_a + p + 8) * x1;
+        }
+    }
+    for (int r = 0; r < rows; ++r) {
+        const mk_v8 v = s[r][0] + s[r][1];
+        float sum = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+        for (int64_t q = p; q < k; ++q)
+            sum += a[r * rs_a + q] * x[q];
+        y[r] = sum;
+    }
+}
+
 /* c[i*rs_c] := alpha * sum_p A(i, p) x(p) + beta * c[i*rs_c] for i < m, x = b[p*rs_b].
- * Row-contiguous A: one dot product per row in 32 independent lanes (vectorised by
- * the compiler with the module's ISA flags); otherwise column-wise axpy into y.
- * Rows are split between threads. xbuf holds k floats, y m floats. */
+ * Row-contiguous A: dot products, 4 rows at a time; column-contiguous A: axpy of
+ * each column into y; other strides: one element at a time. Rows are split between
+ * threads. xbuf holds k floats, y m floats. */
 static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t rs_a,
                     int64_t cs_a, const float *b, int64_t rs_b, float beta, float *c,
                     int64_t rs_c, float *xbuf, float *y, int nthreads)
@@ -221,20 +322,17 @@ static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t r
     {
         int64_t i0, i1;
         mk_my_share(m, &i0, &i1);
-        if (cs_a == 1 || rs_a != 1) {
+        if (cs_a == 1) {
+            int64_t i = i0;
+            for (; i + 4 <= i1; i += 4)
+                mk_dot_rows(4, k, a + i * rs_a, rs_a, x, y + i);
+            for (; i < i1; ++i)
+                mk_dot_rows(1, k, a + i * rs_a, rs_a, x, y + i);
+        } else if (rs_a != 1) {
             for (int64_t i = i0; i < i1; ++i) {
-                const float *ai = a + i * rs_a;
-                float acc[32] = {0.0f};
-                int64_t p = 0;
-                if (cs_a == 1)
-                    for (; p + 32 <= k; p += 32)
-                        for (int l = 0; l < 32; ++l)
-                            acc[l] += ai[p + l] * x[p + l];
                 float sum = 0.0f;
-                for (; p < k; ++p)
-                    sum += ai[p * cs_a] * x[p];
-                for (int l = 0; l < 32; ++l)
-                    sum += acc[l];
+                for (int64_t p = 0; p < k; ++p)
+                    sum += a[i * rs_a + p * cs_a] * x[p];
                 y[i] = sum;
             }
         } else {                          /* column-contiguous A: y += A(:, p) x(p) */
@@ -270,19 +368,11 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
         for (int64_t pc = 0; pc < k; pc += kc_blk) {
             const int64_t kc = mk_min(kc_blk, k - pc);
             const float *beta_p = pc == 0 ? &beta : &one;
-            for (int64_t jp = 0; jp < npanels; ++jp) {
-                const int64_t j = jp * nr;
-                mk_pack_b_panel(kc, mk_min(nr, nc - j), b + pc * rs_b + (jc + j) * cs_b,
-                                rs_b, cs_b, nr, b_pack + j * kc);
-            }
+            mk_pack_block(nc, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
             for (int64_t ic = 0; ic < m; ic += mc_blk) {
                 const int64_t mc = mk_min(mc_blk, m - ic);
                 const int64_t mpanels = (mc + mr - 1) / mr;
-                for (int64_t ip = 0; ip < mpanels; ++ip) {
-                    const int64_t i = ip * mr;
-                    mk_pack_a_panel(mk_min(mr, mc - i), kc, a + (ic + i) * rs_a + pc * cs_a,
-                                    rs_a, cs_a, mr, a_pack + i * kc);
-                }
+                mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
                 for (int64_t jp = 0; jp < npanels; ++jp)
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
                         const int64_t i = ip * mr, j = jp * nr;
@@ -343,11 +433,9 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
         return MK_OK;
     }
     const int64_t mr = uk->mr, nr = uk->nr;
-    const int64_t kc_blk = mk_min(blk->kc, k);
-    const int64_t mc_blk = mk_min(mk_round_up(blk->mc < mr ? mr : blk->mc - blk->mc % mr, mr),
-                                  mk_round_up(m, mr));
-    const int64_t nc_blk = mk_min(mk_round_up(blk->nc < nr ? nr : blk->nc - blk->nc % nr, nr),
-                                  mk_round_up(n, nr));
+    const int64_t kc_blk = mk_balance(k, blk->kc, 8);
+    const int64_t mc_blk = mk_balance(m, blk->mc < mr ? mr : blk->mc - blk->mc % mr, mr);
+    const int64_t nc_blk = mk_balance(n, blk->nc < nr ? nr : blk->nc - blk->nc % nr, nr);
     if (nthreads < 1)
         nthreads = 1;
 #ifndef _OPENMP
@@ -365,8 +453,10 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
     }
     if (nthreads > units)
         nthreads = (int)units;
-    const size_t a_floats = (size_t)mc_blk * (size_t)kc_blk;
-    const size_t b_floats = (size_t)kc_blk * (size_t)nc_blk;
+    /* each packed block is followed by the packing's slack, rounded to keep 64-byte
+     * alignment */
+    const size_t a_floats = (size_t)mk_round_up(mc_blk * kc_blk + MK_PACK_SLACK, 16);
+    const size_t b_floats = (size_t)mk_round_up(kc_blk * nc_blk + MK_PACK_SLACK, 16);
     const size_t edge_floats = (size_t)mk_round_up(mr * nr, 16);
     const size_t per_thread = a_floats + b_floats + edge_floats;
     float *ws = mk_ws_get(per_thread * (size_t)nthreads);

@@ -95,10 +95,13 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
     out=C)`` on each problem, one after the other in the same run, with numpy's BLAS
     limited to ``threads``.
 
-    Each timed sample repeats the call enough times to last ``min_seconds``; the
-    median of ``repeats`` samples is kept. ``numpy_cache`` (dict) reuses numpy's
-    timing per (problem, threads) across kernels of one sweep. ``blocking``
-    overrides the model's KC/MC/NC for our side.
+    Each timed sample repeats the call enough times to last ``min_seconds``; the two
+    sides' samples alternate (ours, numpy, ours, ...), so that a slow spell of a
+    shared machine hits both, and the median of ``repeats`` samples per side is kept.
+    With several threads a pause separates the samples: OpenBLAS's and libgomp's
+    worker threads spin after a call and would steal the cores from the other side.
+    ``numpy_cache`` (dict) reuses numpy's timing per (problem, threads) across kernels
+    of one sweep. ``blocking`` overrides the model's KC/MC/NC for our side.
     """
     from threadpoolctl import threadpool_limits
 
@@ -107,7 +110,7 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
     out = []
     # OpenBLAS workers spin for up to about 0.1 s after a call (THREAD_TIMEOUT 2**28
     # cycles by default): let them sleep before timing the other side.
-    pause = 0.3 if threads > 1 else 0.01
+    pause = 0.3 if threads > 1 else 0.0
     with threadpool_limits(limits=threads, user_api="blas"):
         for p in problems:
             A, B = p.operands(rng)
@@ -121,15 +124,14 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
             inner = max(1, int(min_seconds / max(t_one, 1e-7)))
             loop = lambda f: (lambda: [f() for _ in range(inner)])  # noqa: E731
             key = (p, threads)
-            # Each side in its own block, with a pause between: with several threads,
-            # OpenBLAS's and libgomp's worker threads spin after a call and would steal
-            # the cores from the other side's threads if samples alternated.
-            o_times = [_median_time(loop(ours), 1) / inner for _ in range(repeats)]
-            n_times = []
-            if numpy_cache is None or key not in numpy_cache:
+            cached = numpy_cache is not None and key in numpy_cache
+            o_times, n_times = [], []
+            for _ in range(repeats):
                 time.sleep(pause)
-                n_times = [_median_time(loop(ref), 1) / inner for _ in range(repeats)]
-                time.sleep(pause)
+                o_times.append(_median_time(loop(ours), 1) / inner)
+                if not cached:
+                    time.sleep(pause)
+                    n_times.append(_median_time(loop(ref), 1) / inner)
             if numpy_cache is not None:
                 numpy_cache.setdefault(key, statistics.median(n_times) if n_times else None)
                 n_med = numpy_cache[key]

@@ -15,9 +15,20 @@ _Kernel = None  # microkernel.kernel.Kernel, imported on first use: importing th
 __all__ = ["gemm", "blocking_for", "default_threads"]
 
 
+_THREADS_ENV: dict = {}  # value of $MICROKERNEL_NUM_THREADS -> threads (parsed once)
+
+
 def default_threads() -> int:
     """Threads for gemm(): $MICROKERNEL_NUM_THREADS, else 1."""
-    env = os.environ.get("MICROKERNEL_NUM_THREADS", "").strip()
+    raw = os.environ.get("MICROKERNEL_NUM_THREADS", "")
+    n = _THREADS_ENV.get(raw)
+    if n is None:
+        n = _THREADS_ENV[raw] = _parse_threads(raw)
+    return n
+
+
+def _parse_threads(raw: str) -> int:
+    env = raw.strip()
     if not env:
         return 1
     try:
@@ -52,6 +63,8 @@ def _check_operand(name: str, x) -> None:
 
 
 def _scalar(name: str, v) -> float:
+    if type(v) is float:  # the common case, without the numbers.Real ABC check
+        return v
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
     return float(v)

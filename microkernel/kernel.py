@@ -86,11 +86,11 @@ class Kernel:
     def ffi(self):
         return self.module.ffi
 
-    @property
+    @functools.cached_property
     def mr(self) -> int:
         return int(self.lib.mk_mr())
 
-    @property
+    @functools.cached_property
     def nr(self) -> int:
         """NR in fp32 columns at this machine's vector length."""
         return int(self.lib.mk_nr())
