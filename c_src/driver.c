@@ -33,6 +33,29 @@
 
 enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 
+/* A kernel module whose tile is fixed at compile time defines MK_MR, MK_NR and
+ * MK_UKERNEL (the micro-kernel's symbol) before including this file, and the driver
+ * is specialised for that tile: constant MR and NR in the loops and the packing (the
+ * compiler unrolls the copies and transposes for them) and a direct call of the
+ * micro-kernel. Without them (SVE, whose NR depends on the run-time vector length;
+ * the aarch64 harness) the same code reads the descriptor. Where defined, they must
+ * agree with the descriptor passed to mk_gemm_driver. */
+#ifdef MK_MR
+#define MK_TILE_MR(uk) ((int64_t)(MK_MR))
+#else
+#define MK_TILE_MR(uk) ((uk)->mr)
+#endif
+#ifdef MK_NR
+#define MK_TILE_NR(uk) ((int64_t)(MK_NR))
+#else
+#define MK_TILE_NR(uk) ((uk)->nr)
+#endif
+#ifdef MK_UKERNEL
+#define MK_CALL_UKERNEL(uk, ...) MK_UKERNEL(__VA_ARGS__)
+#else
+#define MK_CALL_UKERNEL(uk, ...) (uk)->ukernel(__VA_ARGS__)
+#endif
+
 /* ---- per-calling-thread workspace ------------------------------------------------ */
 
 typedef struct {
@@ -241,8 +264,9 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
                     const float *alpha, const float *ap, const float *bp,
                     const float *beta, float *c, int64_t rs_c, int64_t cs_c, float *edge)
 {
-    if (mcur == uk->mr && ncur == uk->nr) {
-        uk->ukernel(kc, alpha, ap, bp, beta, c, rs_c, cs_c);
+    const int64_t nr = MK_TILE_NR(uk);
+    if (mcur == MK_TILE_MR(uk) && ncur == nr) {
+        MK_CALL_UKERNEL(uk, kc, alpha, ap, bp, beta, c, rs_c, cs_c);
         return;
     }
     if (uk->edge) {
@@ -250,8 +274,7 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
         return;
     }
     const float zero = 0.0f;
-    const int64_t nr = uk->nr;
-    uk->ukernel(kc, alpha, ap, bp, &zero, edge, nr, 1);
+    MK_CALL_UKERNEL(uk, kc, alpha, ap, bp, &zero, edge, nr, 1);
     for (int64_t i = 0; i < mcur; ++i)
         for (int64_t j = 0; j < ncur; ++j) {
             float *p = c + i * rs_c + j * cs_c;
@@ -360,7 +383,7 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                      float *c, int64_t rs_c, int64_t cs_c,
                      float *a_pack, float *b_pack, float *edge)
 {
-    const int64_t mr = uk->mr, nr = uk->nr;
+    const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
     const float one = 1.0f;
     for (int64_t jc = 0; jc < n; jc += nc_blk) {
         const int64_t nc = mk_min(nc_blk, n - jc);

@@ -32,6 +32,7 @@ int64_t mk_workspace_bytes(void);
 """
 
 GLUE = """
+{specialise}
 #include "driver.c"
 #include "timing.c"
 
@@ -125,7 +126,11 @@ def module_source(spec: TileSpec) -> str:
     family = codegen._family(spec.isa)
     nr = family.nr_expr(spec) if hasattr(family, "nr_expr") else str(spec.nr)
     edge = family.edge_symbol(spec) if hasattr(family, "edge_symbol") else "NULL"
-    glue = GLUE.format(mr=spec.mr, nr=nr, sym=codegen.symbol(spec), edge=edge)
+    sym = codegen.symbol(spec)
+    # a tile fixed at compile time gets a driver specialised for it (see driver.c)
+    specialise = ("" if not nr.isdigit() else
+                  f"#define MK_MR {spec.mr}\n#define MK_NR {nr}\n#define MK_UKERNEL {sym}")
+    glue = GLUE.format(mr=spec.mr, nr=nr, sym=sym, edge=edge, specialise=specialise)
     return "\n".join([codegen.generate(spec), codegen.generate_peak(spec.isa), glue])
 
 
