@@ -52,23 +52,25 @@ void mk_ukernel_scalar_4x4(int64_t kc, const float *restrict alpha,
         a += 4;
         b += 4;
     }
-    const float va = (*alpha);
-    c0_0 = (c0_0 * va);
-    c0_1 = (c0_1 * va);
-    c0_2 = (c0_2 * va);
-    c0_3 = (c0_3 * va);
-    c1_0 = (c1_0 * va);
-    c1_1 = (c1_1 * va);
-    c1_2 = (c1_2 * va);
-    c1_3 = (c1_3 * va);
-    c2_0 = (c2_0 * va);
-    c2_1 = (c2_1 * va);
-    c2_2 = (c2_2 * va);
-    c2_3 = (c2_3 * va);
-    c3_0 = (c3_0 * va);
-    c3_1 = (c3_1 * va);
-    c3_2 = (c3_2 * va);
-    c3_3 = (c3_3 * va);
+    if (*alpha != 1.0f) {
+        const float va = (*alpha);
+        c0_0 = (c0_0 * va);
+        c0_1 = (c0_1 * va);
+        c0_2 = (c0_2 * va);
+        c0_3 = (c0_3 * va);
+        c1_0 = (c1_0 * va);
+        c1_1 = (c1_1 * va);
+        c1_2 = (c1_2 * va);
+        c1_3 = (c1_3 * va);
+        c2_0 = (c2_0 * va);
+        c2_1 = (c2_1 * va);
+        c2_2 = (c2_2 * va);
+        c2_3 = (c2_3 * va);
+        c3_0 = (c3_0 * va);
+        c3_1 = (c3_1 * va);
+        c3_2 = (c3_2 * va);
+        c3_3 = (c3_3 * va);
+    }
     if (cs_c == 1) {
         if (*beta == 0.0f) {
             *(c + 0 * rs_c + 0) = c0_0;

@@ -55,19 +55,21 @@ void mk_ukernel_avx2_6x16(int64_t kc, const float *restrict alpha,
         a += 6;
         b += 16;
     }
-    const __m256 va = _mm256_set1_ps(*alpha);
-    c0_0 = _mm256_mul_ps(c0_0, va);
-    c0_1 = _mm256_mul_ps(c0_1, va);
-    c1_0 = _mm256_mul_ps(c1_0, va);
-    c1_1 = _mm256_mul_ps(c1_1, va);
-    c2_0 = _mm256_mul_ps(c2_0, va);
-    c2_1 = _mm256_mul_ps(c2_1, va);
-    c3_0 = _mm256_mul_ps(c3_0, va);
-    c3_1 = _mm256_mul_ps(c3_1, va);
-    c4_0 = _mm256_mul_ps(c4_0, va);
-    c4_1 = _mm256_mul_ps(c4_1, va);
-    c5_0 = _mm256_mul_ps(c5_0, va);
-    c5_1 = _mm256_mul_ps(c5_1, va);
+    if (*alpha != 1.0f) {
+        const __m256 va = _mm256_set1_ps(*alpha);
+        c0_0 = _mm256_mul_ps(c0_0, va);
+        c0_1 = _mm256_mul_ps(c0_1, va);
+        c1_0 = _mm256_mul_ps(c1_0, va);
+        c1_1 = _mm256_mul_ps(c1_1, va);
+        c2_0 = _mm256_mul_ps(c2_0, va);
+        c2_1 = _mm256_mul_ps(c2_1, va);
+        c3_0 = _mm256_mul_ps(c3_0, va);
+        c3_1 = _mm256_mul_ps(c3_1, va);
+        c4_0 = _mm256_mul_ps(c4_0, va);
+        c4_1 = _mm256_mul_ps(c4_1, va);
+        c5_0 = _mm256_mul_ps(c5_0, va);
+        c5_1 = _mm256_mul_ps(c5_1, va);
+    }
     if (cs_c == 1) {
         if (*beta == 0.0f) {
             _mm256_storeu_ps(c + 0 * rs_c + 0, c0_0);

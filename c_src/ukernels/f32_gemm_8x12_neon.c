@@ -70,31 +70,33 @@ void mk_ukernel_neon_8x12(int64_t kc, const float *restrict alpha,
         a += 8;
         b += 12;
     }
-    const float32x4_t va = vdupq_n_f32(*alpha);
-    c0_0 = vmulq_f32(c0_0, va);
-    c0_1 = vmulq_f32(c0_1, va);
-    c0_2 = vmulq_f32(c0_2, va);
-    c1_0 = vmulq_f32(c1_0, va);
-    c1_1 = vmulq_f32(c1_1, va);
-    c1_2 = vmulq_f32(c1_2, va);
-    c2_0 = vmulq_f32(c2_0, va);
-    c2_1 = vmulq_f32(c2_1, va);
-    c2_2 = vmulq_f32(c2_2, va);
-    c3_0 = vmulq_f32(c3_0, va);
-    c3_1 = vmulq_f32(c3_1, va);
-    c3_2 = vmulq_f32(c3_2, va);
-    c4_0 = vmulq_f32(c4_0, va);
-    c4_1 = vmulq_f32(c4_1, va);
-    c4_2 = vmulq_f32(c4_2, va);
-    c5_0 = vmulq_f32(c5_0, va);
-    c5_1 = vmulq_f32(c5_1, va);
-    c5_2 = vmulq_f32(c5_2, va);
-    c6_0 = vmulq_f32(c6_0, va);
-    c6_1 = vmulq_f32(c6_1, va);
-    c6_2 = vmulq_f32(c6_2, va);
-    c7_0 = vmulq_f32(c7_0, va);
-    c7_1 = vmulq_f32(c7_1, va);
-    c7_2 = vmulq_f32(c7_2, va);
+    if (*alpha != 1.0f) {
+        const float32x4_t va = vdupq_n_f32(*alpha);
+        c0_0 = vmulq_f32(c0_0, va);
+        c0_1 = vmulq_f32(c0_1, va);
+        c0_2 = vmulq_f32(c0_2, va);
+        c1_0 = vmulq_f32(c1_0, va);
+        c1_1 = vmulq_f32(c1_1, va);
+        c1_2 = vmulq_f32(c1_2, va);
+        c2_0 = vmulq_f32(c2_0, va);
+        c2_1 = vmulq_f32(c2_1, va);
+        c2_2 = vmulq_f32(c2_2, va);
+        c3_0 = vmulq_f32(c3_0, va);
+        c3_1 = vmulq_f32(c3_1, va);
+        c3_2 = vmulq_f32(c3_2, va);
+        c4_0 = vmulq_f32(c4_0, va);
+        c4_1 = vmulq_f32(c4_1, va);
+        c4_2 = vmulq_f32(c4_2, va);
+        c5_0 = vmulq_f32(c5_0, va);
+        c5_1 = vmulq_f32(c5_1, va);
+        c5_2 = vmulq_f32(c5_2, va);
+        c6_0 = vmulq_f32(c6_0, va);
+        c6_1 = vmulq_f32(c6_1, va);
+        c6_2 = vmulq_f32(c6_2, va);
+        c7_0 = vmulq_f32(c7_0, va);
+        c7_1 = vmulq_f32(c7_1, va);
+        c7_2 = vmulq_f32(c7_2, va);
+    }
     if (cs_c == 1) {
         if (*beta == 0.0f) {
             vst1q_f32(c + 0 * rs_c + 0, c0_0);

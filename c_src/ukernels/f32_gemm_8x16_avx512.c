@@ -58,15 +58,17 @@ void mk_ukernel_avx512_8x16(int64_t kc, const float *restrict alpha,
         a += 8;
         b += 16;
     }
-    const __m512 va = _mm512_set1_ps(*alpha);
-    c0_0 = _mm512_mul_ps(c0_0, va);
-    c1_0 = _mm512_mul_ps(c1_0, va);
-    c2_0 = _mm512_mul_ps(c2_0, va);
-    c3_0 = _mm512_mul_ps(c3_0, va);
-    c4_0 = _mm512_mul_ps(c4_0, va);
-    c5_0 = _mm512_mul_ps(c5_0, va);
-    c6_0 = _mm512_mul_ps(c6_0, va);
-    c7_0 = _mm512_mul_ps(c7_0, va);
+    if (*alpha != 1.0f) {
+        const __m512 va = _mm512_set1_ps(*alpha);
+        c0_0 = _mm512_mul_ps(c0_0, va);
+        c1_0 = _mm512_mul_ps(c1_0, va);
+        c2_0 = _mm512_mul_ps(c2_0, va);
+        c3_0 = _mm512_mul_ps(c3_0, va);
+        c4_0 = _mm512_mul_ps(c4_0, va);
+        c5_0 = _mm512_mul_ps(c5_0, va);
+        c6_0 = _mm512_mul_ps(c6_0, va);
+        c7_0 = _mm512_mul_ps(c7_0, va);
+    }
     if (cs_c == 1) {
         if (*beta == 0.0f) {
             _mm512_storeu_ps(c + 0 * rs_c + 0, c0_0);

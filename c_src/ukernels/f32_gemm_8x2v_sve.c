@@ -50,23 +50,25 @@ void mk_ukernel_sve_8x2v(int64_t kc, const float *restrict alpha,
         a += 8;
         b += nr;
     }
-    const svfloat32_t va = svdup_n_f32(*alpha);
-    c0_0 = svmul_f32_x(pg, c0_0, va);
-    c0_1 = svmul_f32_x(pg, c0_1, va);
-    c1_0 = svmul_f32_x(pg, c1_0, va);
-    c1_1 = svmul_f32_x(pg, c1_1, va);
-    c2_0 = svmul_f32_x(pg, c2_0, va);
-    c2_1 = svmul_f32_x(pg, c2_1, va);
-    c3_0 = svmul_f32_x(pg, c3_0, va);
-    c3_1 = svmul_f32_x(pg, c3_1, va);
-    c4_0 = svmul_f32_x(pg, c4_0, va);
-    c4_1 = svmul_f32_x(pg, c4_1, va);
-    c5_0 = svmul_f32_x(pg, c5_0, va);
-    c5_1 = svmul_f32_x(pg, c5_1, va);
-    c6_0 = svmul_f32_x(pg, c6_0, va);
-    c6_1 = svmul_f32_x(pg, c6_1, va);
-    c7_0 = svmul_f32_x(pg, c7_0, va);
-    c7_1 = svmul_f32_x(pg, c7_1, va);
+    if (*alpha != 1.0f) {   /* alpha == 1 skips the multiplies */
+        const svfloat32_t va = svdup_n_f32(*alpha);
+        c0_0 = svmul_f32_x(pg, c0_0, va);
+        c0_1 = svmul_f32_x(pg, c0_1, va);
+        c1_0 = svmul_f32_x(pg, c1_0, va);
+        c1_1 = svmul_f32_x(pg, c1_1, va);
+        c2_0 = svmul_f32_x(pg, c2_0, va);
+        c2_1 = svmul_f32_x(pg, c2_1, va);
+        c3_0 = svmul_f32_x(pg, c3_0, va);
+        c3_1 = svmul_f32_x(pg, c3_1, va);
+        c4_0 = svmul_f32_x(pg, c4_0, va);
+        c4_1 = svmul_f32_x(pg, c4_1, va);
+        c5_0 = svmul_f32_x(pg, c5_0, va);
+        c5_1 = svmul_f32_x(pg, c5_1, va);
+        c6_0 = svmul_f32_x(pg, c6_0, va);
+        c6_1 = svmul_f32_x(pg, c6_1, va);
+        c7_0 = svmul_f32_x(pg, c7_0, va);
+        c7_1 = svmul_f32_x(pg, c7_1, va);
+    }
     if (cs_c == 1) {
         if (*beta == 0.0f) {          /* C is written, never read */
             svst1_vnum_f32(pg, c + 0 * rs_c, 0, c0_0);
@@ -171,23 +173,25 @@ void mk_ukernel_sve_8x2v_edge(int64_t m, int64_t n, int64_t kc, const float *res
         a += 8;
         b += nr;
     }
-    const svfloat32_t va = svdup_n_f32(*alpha);
-    c0_0 = svmul_f32_x(pg, c0_0, va);
-    c0_1 = svmul_f32_x(pg, c0_1, va);
-    c1_0 = svmul_f32_x(pg, c1_0, va);
-    c1_1 = svmul_f32_x(pg, c1_1, va);
-    c2_0 = svmul_f32_x(pg, c2_0, va);
-    c2_1 = svmul_f32_x(pg, c2_1, va);
-    c3_0 = svmul_f32_x(pg, c3_0, va);
-    c3_1 = svmul_f32_x(pg, c3_1, va);
-    c4_0 = svmul_f32_x(pg, c4_0, va);
-    c4_1 = svmul_f32_x(pg, c4_1, va);
-    c5_0 = svmul_f32_x(pg, c5_0, va);
-    c5_1 = svmul_f32_x(pg, c5_1, va);
-    c6_0 = svmul_f32_x(pg, c6_0, va);
-    c6_1 = svmul_f32_x(pg, c6_1, va);
-    c7_0 = svmul_f32_x(pg, c7_0, va);
-    c7_1 = svmul_f32_x(pg, c7_1, va);
+    if (*alpha != 1.0f) {   /* alpha == 1 skips the multiplies */
+        const svfloat32_t va = svdup_n_f32(*alpha);
+        c0_0 = svmul_f32_x(pg, c0_0, va);
+        c0_1 = svmul_f32_x(pg, c0_1, va);
+        c1_0 = svmul_f32_x(pg, c1_0, va);
+        c1_1 = svmul_f32_x(pg, c1_1, va);
+        c2_0 = svmul_f32_x(pg, c2_0, va);
+        c2_1 = svmul_f32_x(pg, c2_1, va);
+        c3_0 = svmul_f32_x(pg, c3_0, va);
+        c3_1 = svmul_f32_x(pg, c3_1, va);
+        c4_0 = svmul_f32_x(pg, c4_0, va);
+        c4_1 = svmul_f32_x(pg, c4_1, va);
+        c5_0 = svmul_f32_x(pg, c5_0, va);
+        c5_1 = svmul_f32_x(pg, c5_1, va);
+        c6_0 = svmul_f32_x(pg, c6_0, va);
+        c6_1 = svmul_f32_x(pg, c6_1, va);
+        c7_0 = svmul_f32_x(pg, c7_0, va);
+        c7_1 = svmul_f32_x(pg, c7_1, va);
+    }
     const svbool_t p0 = svwhilelt_b32_s64(0, n);
     const svbool_t p1 = svwhilelt_b32_s64(1 * vl, n);
     if (cs_c == 1) {

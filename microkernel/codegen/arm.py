@@ -215,10 +215,12 @@ def _sve_body(spec: TileSpec, out: list[str]) -> list[list[str]]:
     out.append(f"        a += {mr};")
     out.append("        b += nr;")
     out.append("    }")
-    out.append("    const svfloat32_t va = svdup_n_f32(*alpha);")
+    out.append("    if (*alpha != 1.0f) {   /* alpha == 1 skips the multiplies */")
+    out.append("        const svfloat32_t va = svdup_n_f32(*alpha);")
     for i in range(mr):
         for v in range(nv):
-            out.append(f"    {acc[i][v]} = svmul_f32_x(pg, {acc[i][v]}, va);")
+            out.append(f"        {acc[i][v]} = svmul_f32_x(pg, {acc[i][v]}, va);")
+    out.append("    }")
     return acc
 
 

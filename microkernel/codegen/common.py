@@ -114,11 +114,14 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
     out.append(f"        a += {mr};")
     out.append(f"        b += {nr};")
     out.append("    }")
-    # epilogue: C := alpha*acc + beta*C
-    out.append(f"    const {ops.vtype} va = {ops.splat.format(x='*alpha')};")
+    # epilogue: C := alpha*acc + beta*C (alpha == 1, the common case, skips the
+    # multiplies and their latency at the end of every call)
+    out.append("    if (*alpha != 1.0f) {")
+    out.append(f"        const {ops.vtype} va = {ops.splat.format(x='*alpha')};")
     for i in range(mr):
         for v in range(nv):
-            out.append(f"    {acc[i][v]} = {ops.mul.format(a=acc[i][v], b='va')};")
+            out.append(f"        {acc[i][v]} = {ops.mul.format(a=acc[i][v], b='va')};")
+    out.append("    }")
     out.append("    if (cs_c == 1) {")
     out.append("        if (*beta == 0.0f) {")
     for i in range(mr):
