@@ -2,7 +2,9 @@
 # One call on the lent GPU machine's host CPU (x86-64, 16 cores): the AVX-512 path that
 # this project's own 2-core AMD machine cannot execute. Probe, validate every kernel under
 # each MICROKERNEL_ISA, the gemm tests, bench, an avx512 sweep and `asm avx512_8x16`.
-# Usage there: bash bench/device_cpu.sh   (writes into $OUT, or out/ when OUT is unset)
+# Usage there: bash bench/device_cpu.sh        (writes into $OUT, or out/ when OUT is unset)
+#             bash bench/device_cpu.sh gemm   (only full gemm() vs numpy, issue 6: the
+#             gemm tests, then squares and DeepBench at 1 and 2 threads on cores 2-3)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 if [ -d .whl ]; then
@@ -12,6 +14,20 @@ else
 fi
 export MICROKERNEL_CACHE_DIR=/tmp/mkcache OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 run() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
+if [ "${1:-}" = gemm ]; then
+  {
+    run lscpu
+    run python3 -m microkernel.cli probe
+    run python3 -m pytest -q -p no:cacheprovider tests/test_gemm.py tests/test_build.py
+    for k in avx512_8x16 avx512_13x32; do
+      run taskset -c 2,3 python3 -m microkernel.cli bench --kernel $k --vs numpy \
+          --sizes 512,1024,2048 --threads 1,2 --repeats 7 --json "$OUT/xeon_gemm_square_$k.json"
+    done
+    run taskset -c 2,3 python3 -m microkernel.cli bench --kernel avx512_8x16 --vs numpy \
+        --workload deepbench --threads 1,2 --repeats 5 --json "$OUT/xeon_gemm_deepbench.json"
+  } 2>&1 | tee "$OUT/device_gemm.log"
+  exit 0
+fi
 {
   run lscpu
   run python3 -m microkernel.cli probe
