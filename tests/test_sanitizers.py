@@ -225,6 +225,28 @@ def test_asan_ubsan_clean(san_dir, specs, cases_file, openmp):
     print(f"sanitized ({'openmp, 2 threads' if openmp else 'serial'}) cases per kernel: {summary}")
 
 
+@pytest.mark.slow
+def test_specialised_driver_asan_ubsan_clean(san_dir):
+    """The driver as a kernel module compiles it: specialised for its tile (MK_MR,
+    MK_NR, MK_UKERNEL: constant MR and NR in the loops and packing, a direct call of
+    the micro-kernel), here for the AVX2 default tile, serial and with 2 threads."""
+    spec = TileSpec.from_name("avx2_4x24")
+    if spec.isa not in probe().isas:
+        pytest.skip(f"the probe does not clear {spec.isa}")
+    tmp = san_dir / "specialised"
+    cases = tmp / "catalogue.txt"
+    tmp.mkdir(parents=True, exist_ok=True)
+    cases.write_text("\n".join(catalogue_lines([spec])) + "\n")
+    special = [f"-DMK_MR={spec.mr}", f"-DMK_NR={spec.nr}",
+               f"-DMK_UKERNEL={codegen.symbol(spec)}", "-include", str(tmp / "sanitize_kernels.h")]
+    exe = build_harness(tmp, [spec], flags=SAN_FLAGS + special, openmp=True)
+    for threads in (1, 2):
+        res = subprocess.run([str(exe), "--cases", str(cases), "--fuzz", "400",
+                              "--seed", str(SEED + threads), "--threads", str(threads)],
+                             capture_output=True, text=True, env=_san_env(), timeout=900)
+        _check_run(res, [spec], cases, 400)
+
+
 # -- negative controls: the harness and the sanitizers do catch bugs ---------------------
 
 BROKEN = r"""
