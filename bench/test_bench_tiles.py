@@ -11,6 +11,7 @@ GFLOP/s, % of the FMA peak (measured once per session) and ``ratio_vs_numpy`` (n
 median time / ours). Nothing here asserts a speed.
 """
 import os
+import time
 
 import numpy as np
 import pytest
@@ -43,6 +44,10 @@ def _operands(p):
 def test_gemm(benchmark, problem, threads, tile, peak):
     benchmark.group = f"gemm {problem.label}, {threads} thread(s)"
     A, B, C = _operands(problem)
+    if threads > 1:
+        # the previous test's worker threads (OpenBLAS's spin for about 0.1 s after a
+        # call, libgomp's too) would otherwise steal the cores from this one's
+        time.sleep(0.3)
     with threadpool_limits(limits=threads, user_api="blas"):
         if tile == "numpy":
             benchmark(np.matmul, A, B, out=C)

@@ -11,16 +11,19 @@
  *           for ir in 0..MC step MR
  *             micro-kernel(KC, alpha, A panel, B panel, beta', C tile)
  *
- * beta' is beta on the first KC block and 1 after it. General row and column strides
- * (negative included) are absorbed by packing; edge tiles (M % MR, N % NR) go
- * through the micro-kernel's edge entry point, else a local MR x NR buffer. Packing buffers live in a per-calling-thread
- * workspace that is grown when needed and reused (bounded by the blocking sizes),
- * freed when the thread exits. With OpenMP, N (or M when N is narrow) is split
- * into one contiguous slice per thread, each running these loops on its own
- * packing buffers with no barrier in between.
+ * beta' is beta on the first KC block and 1 after it. Each loop runs equal blocks of at
+ * most its block size (mk_balance). General row and column strides (negative
+ * included) are absorbed by packing (one routine for both operands, below); edge
+ * tiles (M % MR, N % NR) go through the micro-kernel's edge entry point, else a local
+ * MR x NR buffer. Packing buffers live in a per-calling-thread workspace that is
+ * grown when needed and reused (bounded by the blocking sizes), freed when the thread
+ * exits. With OpenMP, N (or M when N is narrow) is split into one contiguous slice per
+ * thread, each running these loops on its own packing buffers with no barrier in
+ * between.
  *
- * This file is included by each kernel's module after the micro-kernel, and by the
- * aarch64 harness; it uses no ISA-specific code.
+ * This file is included by each kernel's module after the micro-kernel (specialised
+ * for its tile, see MK_MR below), and by the aarch64 harness; it uses no ISA-specific
+ * code (GCC vector extensions compile to whatever the module's flags allow).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -117,21 +117,28 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
             C = np.empty((p.m, p.n), dtype=np.float32)
             ours = lambda: gemm(A, B, C, kernel=kernel, threads=threads, blocking=blocking)  # noqa: E731
             ref = lambda: np.matmul(A, B, out=C)  # noqa: E731
-            ours()
             ref()
             time.sleep(pause)
-            t_one = _median_time(ours, 1)
+            ours()
+            t_one = _median_time(ours, 3)
             inner = max(1, int(min_seconds / max(t_one, 1e-7)))
-            loop = lambda f: (lambda: [f() for _ in range(inner)])  # noqa: E731
+
+            def sample(f):
+                f()  # untimed: after a pause the caches and the worker threads are cold
+                t0 = time.perf_counter()
+                for _ in range(inner):
+                    f()
+                return (time.perf_counter() - t0) / inner
+
             key = (p, threads)
             cached = numpy_cache is not None and key in numpy_cache
             o_times, n_times = [], []
             for _ in range(repeats):
                 time.sleep(pause)
-                o_times.append(_median_time(loop(ours), 1) / inner)
+                o_times.append(sample(ours))
                 if not cached:
                     time.sleep(pause)
-                    n_times.append(_median_time(loop(ref), 1) / inner)
+                    n_times.append(sample(ref))
             if numpy_cache is not None:
                 numpy_cache.setdefault(key, statistics.median(n_times) if n_times else None)
                 n_med = numpy_cache[key]
