@@ -230,7 +230,8 @@ def test_specialised_driver_asan_ubsan_clean(san_dir):
     """The driver as a kernel module compiles it: specialised for its tile (MK_MR,
     MK_NR, MK_UKERNEL: constant MR and NR in the loops and packing, a direct call of
     the micro-kernel), here for the AVX2 default tile, serial and with 2 threads."""
-    spec = TileSpec.from_name("avx2_4x24")
+    from microkernel.dispatch import default_tile
+    spec = default_tile("avx2")
     if spec.isa not in probe().isas:
         pytest.skip(f"the probe does not clear {spec.isa}")
     tmp = san_dir / "specialised"
