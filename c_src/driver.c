@@ -199,16 +199,12 @@ static inline void mk_transpose8(const float *const p[8], float *d, int64_t w)
     mk_store8(d + 7 * w, __builtin_shuffle(u3, u7, h4));
 }
 
-/* One micro-panel: wcur <= w lines of kc floats (see above), zero-padded to w lines.
+/* One micro-panel that mk_pack_block does not copy (its full panels with s_l == 1 are
+ * swept there): wcur <= w lines of kc floats (see above), zero-padded to w lines.
  * Writes up to MK_PACK_SLACK floats past dst + kc*w (s_k == 1 case only). */
 static void mk_pack_panel(int64_t wcur, int64_t kc, const float *x, int64_t s_l,
                           int64_t s_k, int64_t w, float *restrict dst)
 {
-    if (s_l == 1 && wcur == w) {                /* a copy of w floats per k */
-        for (int64_t k = 0; k < kc; ++k)
-            mk_copy_line(dst + k * w, x + k * s_k, w);
-        return;
-    }
     const int64_t kv = s_k == 1 ? kc - kc % 8 : 0;
     /* lines contiguous along K: 8 x 8 transposes. Groups of 8 lines go last to first,
      * so that a narrow last group's overrun into the next k is rewritten by group 0. */

@@ -50,7 +50,7 @@ void mk_ukernel_sve_8x2v(int64_t kc, const float *restrict alpha,
         a += 8;
         b += nr;
     }
-    if (*alpha != 1.0f) {   /* alpha == 1 skips the multiplies */
+    if (*alpha != 1.0f) {
         const svfloat32_t va = svdup_n_f32(*alpha);
         c0_0 = svmul_f32_x(pg, c0_0, va);
         c0_1 = svmul_f32_x(pg, c0_1, va);
@@ -173,7 +173,7 @@ void mk_ukernel_sve_8x2v_edge(int64_t m, int64_t n, int64_t kc, const float *res
         a += 8;
         b += nr;
     }
-    if (*alpha != 1.0f) {   /* alpha == 1 skips the multiplies */
+    if (*alpha != 1.0f) {
         const svfloat32_t va = svdup_n_f32(*alpha);
         c0_0 = svmul_f32_x(pg, c0_0, va);
         c0_1 = svmul_f32_x(pg, c0_1, va);

@@ -47,7 +47,7 @@ the M edge with a row count (row i is stored only when i < m). A general-stride 
 from __future__ import annotations
 
 from ..tile import TileSpec
-from .common import VectorOps, emit_peak, emit_ukernel, header, symbol
+from .common import VectorOps, alpha_scale, emit_peak, emit_ukernel, header, symbol
 
 __all__ = ["NEON", "ukernel", "peak", "nr_expr", "edge_symbol", "neon_ukernel",
            "sve_ukernel", "sve_peak", "SVE_MAX_LANES", "PEAK_CHAINS", "BARRIER"]
@@ -215,12 +215,7 @@ def _sve_body(spec: TileSpec, out: list[str]) -> list[list[str]]:
     out.append(f"        a += {mr};")
     out.append("        b += nr;")
     out.append("    }")
-    out.append("    if (*alpha != 1.0f) {   /* alpha == 1 skips the multiplies */")
-    out.append("        const svfloat32_t va = svdup_n_f32(*alpha);")
-    for i in range(mr):
-        for v in range(nv):
-            out.append(f"        {acc[i][v]} = svmul_f32_x(pg, {acc[i][v]}, va);")
-    out.append("    }")
+    out += alpha_scale(acc, "svfloat32_t", "svdup_n_f32(*alpha)", "svmul_f32_x(pg, {a}, {b})")
     return acc
 
 

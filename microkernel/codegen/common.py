@@ -70,6 +70,15 @@ def broadcast_step(spec: TileSpec, ops: VectorOps, acc, u: int, indent: str) -> 
     return lines
 
 
+def alpha_scale(acc, vtype: str, splat: str, mul: str) -> list[str]:
+    """Epilogue lines scaling the accumulators by alpha, skipped when alpha == 1 (the
+    common case: no multiplies and no extra latency at the end of every call).
+    ``splat`` is the C expression broadcasting ``*alpha``; ``mul`` a format with {a}, {b}."""
+    lines = ["    if (*alpha != 1.0f) {", f"        const {vtype} va = {splat};"]
+    lines += [f"        {a} = {mul.format(a=a, b='va')};" for row in acc for a in row]
+    return lines + ["    }"]
+
+
 def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=None,
                  step_prefix: str = "") -> str:
     """Full C source of the micro-kernel for a fixed-width ISA.
@@ -114,14 +123,8 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
     out.append(f"        a += {mr};")
     out.append(f"        b += {nr};")
     out.append("    }")
-    # epilogue: C := alpha*acc + beta*C (alpha == 1, the common case, skips the
-    # multiplies and their latency at the end of every call)
-    out.append("    if (*alpha != 1.0f) {")
-    out.append(f"        const {ops.vtype} va = {ops.splat.format(x='*alpha')};")
-    for i in range(mr):
-        for v in range(nv):
-            out.append(f"        {acc[i][v]} = {ops.mul.format(a=acc[i][v], b='va')};")
-    out.append("    }")
+    # epilogue: C := alpha*acc + beta*C
+    out += alpha_scale(acc, ops.vtype, ops.splat.format(x="*alpha"), ops.mul)
     out.append("    if (cs_c == 1) {")
     out.append("        if (*beta == 0.0f) {")
     for i in range(mr):
