@@ -285,3 +285,114 @@ void mk_ukernel_avx2_4x24_u8(int64_t kc, const float *restrict alpha,
             }
     }
 }
+
+static void mk_ukernel_avx2_4x24_u8_n1(int64_t kc, const float *restrict a,
+        const float *restrict b, float *restrict t)
+{
+    __m256 s0_0_0 = _mm256_setzero_ps();
+    __m256 s0_1_0 = _mm256_setzero_ps();
+    __m256 s0_2_0 = _mm256_setzero_ps();
+    __m256 s0_3_0 = _mm256_setzero_ps();
+    __m256 s1_0_0 = _mm256_setzero_ps();
+    __m256 s1_1_0 = _mm256_setzero_ps();
+    __m256 s1_2_0 = _mm256_setzero_ps();
+    __m256 s1_3_0 = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 2 <= kc; k += 2) {
+        const __m256 b0_0 = _mm256_loadu_ps(b + 0);
+        const __m256 a0_0 = _mm256_broadcast_ss(a + 0);
+        s0_0_0 = _mm256_fmadd_ps(a0_0, b0_0, s0_0_0);
+        const __m256 a0_1 = _mm256_broadcast_ss(a + 1);
+        s0_1_0 = _mm256_fmadd_ps(a0_1, b0_0, s0_1_0);
+        const __m256 a0_2 = _mm256_broadcast_ss(a + 2);
+        s0_2_0 = _mm256_fmadd_ps(a0_2, b0_0, s0_2_0);
+        const __m256 a0_3 = _mm256_broadcast_ss(a + 3);
+        s0_3_0 = _mm256_fmadd_ps(a0_3, b0_0, s0_3_0);
+        const __m256 b1_0 = _mm256_loadu_ps(b + 24);
+        const __m256 a1_0 = _mm256_broadcast_ss(a + 4);
+        s1_0_0 = _mm256_fmadd_ps(a1_0, b1_0, s1_0_0);
+        const __m256 a1_1 = _mm256_broadcast_ss(a + 5);
+        s1_1_0 = _mm256_fmadd_ps(a1_1, b1_0, s1_1_0);
+        const __m256 a1_2 = _mm256_broadcast_ss(a + 6);
+        s1_2_0 = _mm256_fmadd_ps(a1_2, b1_0, s1_2_0);
+        const __m256 a1_3 = _mm256_broadcast_ss(a + 7);
+        s1_3_0 = _mm256_fmadd_ps(a1_3, b1_0, s1_3_0);
+        a += 8;
+        b += 48;
+    }
+    for (; k < kc; ++k) {
+        const __m256 b0_0 = _mm256_loadu_ps(b + 0);
+        const __m256 a0_0 = _mm256_broadcast_ss(a + 0);
+        s0_0_0 = _mm256_fmadd_ps(a0_0, b0_0, s0_0_0);
+        const __m256 a0_1 = _mm256_broadcast_ss(a + 1);
+        s0_1_0 = _mm256_fmadd_ps(a0_1, b0_0, s0_1_0);
+        const __m256 a0_2 = _mm256_broadcast_ss(a + 2);
+        s0_2_0 = _mm256_fmadd_ps(a0_2, b0_0, s0_2_0);
+        const __m256 a0_3 = _mm256_broadcast_ss(a + 3);
+        s0_3_0 = _mm256_fmadd_ps(a0_3, b0_0, s0_3_0);
+        a += 4;
+        b += 24;
+    }
+    _mm256_storeu_ps(t + 0, _mm256_add_ps(s0_0_0, s1_0_0));
+    _mm256_storeu_ps(t + 24, _mm256_add_ps(s0_1_0, s1_1_0));
+    _mm256_storeu_ps(t + 48, _mm256_add_ps(s0_2_0, s1_2_0));
+    _mm256_storeu_ps(t + 72, _mm256_add_ps(s0_3_0, s1_3_0));
+}
+
+static void mk_ukernel_avx2_4x24_u8_n2(int64_t kc, const float *restrict a,
+        const float *restrict b, float *restrict t)
+{
+    __m256 s0_0_0 = _mm256_setzero_ps(), s0_0_1 = _mm256_setzero_ps();
+    __m256 s0_1_0 = _mm256_setzero_ps(), s0_1_1 = _mm256_setzero_ps();
+    __m256 s0_2_0 = _mm256_setzero_ps(), s0_2_1 = _mm256_setzero_ps();
+    __m256 s0_3_0 = _mm256_setzero_ps(), s0_3_1 = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k < kc; ++k) {
+        const __m256 b0_0 = _mm256_loadu_ps(b + 0);
+        const __m256 b0_1 = _mm256_loadu_ps(b + 8);
+        const __m256 a0_0 = _mm256_broadcast_ss(a + 0);
+        s0_0_0 = _mm256_fmadd_ps(a0_0, b0_0, s0_0_0);
+        s0_0_1 = _mm256_fmadd_ps(a0_0, b0_1, s0_0_1);
+        const __m256 a0_1 = _mm256_broadcast_ss(a + 1);
+        s0_1_0 = _mm256_fmadd_ps(a0_1, b0_0, s0_1_0);
+        s0_1_1 = _mm256_fmadd_ps(a0_1, b0_1, s0_1_1);
+        const __m256 a0_2 = _mm256_broadcast_ss(a + 2);
+        s0_2_0 = _mm256_fmadd_ps(a0_2, b0_0, s0_2_0);
+        s0_2_1 = _mm256_fmadd_ps(a0_2, b0_1, s0_2_1);
+        const __m256 a0_3 = _mm256_broadcast_ss(a + 3);
+        s0_3_0 = _mm256_fmadd_ps(a0_3, b0_0, s0_3_0);
+        s0_3_1 = _mm256_fmadd_ps(a0_3, b0_1, s0_3_1);
+        a += 4;
+        b += 24;
+    }
+    _mm256_storeu_ps(t + 0, s0_0_0);
+    _mm256_storeu_ps(t + 8, s0_0_1);
+    _mm256_storeu_ps(t + 24, s0_1_0);
+    _mm256_storeu_ps(t + 32, s0_1_1);
+    _mm256_storeu_ps(t + 48, s0_2_0);
+    _mm256_storeu_ps(t + 56, s0_2_1);
+    _mm256_storeu_ps(t + 72, s0_3_0);
+    _mm256_storeu_ps(t + 80, s0_3_1);
+}
+
+void mk_ukernel_avx2_4x24_u8_edge(int64_t m, int64_t n, int64_t kc, const float *restrict alpha,
+        const float *restrict a, const float *restrict b,
+        const float *restrict beta, float *restrict c, int64_t rs_c, int64_t cs_c)
+{
+    float t[96] __attribute__((aligned(64)));
+    switch ((n + 7) / 8) {
+    case 1: mk_ukernel_avx2_4x24_u8_n1(kc, a, b, t); break;
+    case 2: mk_ukernel_avx2_4x24_u8_n2(kc, a, b, t); break;
+    default: {
+        const float one = 1.0f, zero = 0.0f;
+        mk_ukernel_avx2_4x24_u8(kc, &one, a, b, &zero, t, 24, 1);
+    }
+    }
+    const float al = *alpha, be = *beta;
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            float *p = c + i * rs_c + j * cs_c;
+            const float v = al * t[i * 24 + j];
+            *p = be == 0.0f ? v : v + be * *p;
+        }
+}

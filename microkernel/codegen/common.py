@@ -30,6 +30,7 @@ class VectorOps:
     fma: str           # {a}, {b}, {c}
     mul: str           # {a}, {b}
     align: int = 64    # bytes, for the strided-C spill buffer
+    add: str = ""      # {a}, {b}; needed only by the narrow edge kernels (emit_edge)
 
 
 HEADER = """\
@@ -182,5 +183,94 @@ def emit_peak(isa: str, ops: VectorOps, chains: int) -> str:
     out.append("    volatile float keep = sink[0]; (void)keep;")
     out.append(f"    *flops = 2.0 * {lanes} * {chains} * (double)iters;")
     out.append("    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+#: independent FMA chains that keep both FMA units busy: latency 4 cycles x 2 units
+#: (Zen 3 and Skylake-X: Agner Fog, "Instruction tables"; FIELD_NOTES.md).
+EDGE_CHAINS = 8
+
+
+def edge_symbol(spec: TileSpec) -> str:
+    """C name of the edge entry point (``mk_ukernel_avx2_4x24_u8_edge``)."""
+    return f"{symbol(spec)}_edge"
+
+
+def _narrow(spec: TileSpec, ops: VectorOps, nv: int) -> list[str]:
+    """``static`` helper: the MR x (nv*lanes) left part of the tile, written raw (no
+    alpha, no beta) into the MR x NR buffer t. The B micro-panel keeps its NR stride.
+    When MR*nv accumulators are fewer than EDGE_CHAINS, even and odd k go to two sets
+    of accumulators (summed at the end) so that the FMA latency stays hidden."""
+    mr, nr, lanes = spec.mr, spec.nr, spec.info.lanes
+    sets = 2 if mr * nv < EDGE_CHAINS else 1
+    acc = [[[f"s{s}_{i}_{v}" for v in range(nv)] for i in range(mr)] for s in range(sets)]
+    out = [f"static void {symbol(spec)}_n{nv}(int64_t kc, const float *restrict a,",
+           "        const float *restrict b, float *restrict t)", "{"]
+    for s in range(sets):
+        for i in range(mr):
+            out.append(f"    {ops.vtype} " + ", ".join(f"{x} = {ops.zero}" for x in acc[s][i]) + ";")
+
+    def step(s: int, u: int, indent: str) -> list[str]:
+        lines = [f"{indent}const {ops.vtype} b{u}_{v} = {ops.load.format(p=f'b + {u * nr + v * lanes}')};"
+                 for v in range(nv)]
+        for i in range(mr):
+            lines.append(f"{indent}const {ops.vtype} a{u}_{i} = {ops.bcast.format(p=f'a + {u * mr + i}')};")
+            lines += [f"{indent}{acc[s][i][v]} = " + ops.fma.format(a=f"a{u}_{i}", b=f"b{u}_{v}", c=acc[s][i][v]) + ";"
+                      for v in range(nv)]
+        return lines
+    out.append("    int64_t k = 0;")
+    out.append(f"    for (; k + {sets} <= kc; k += {sets}) {{" if sets > 1 else "    for (; k < kc; ++k) {")
+    for s in range(sets):
+        out += step(s, s, "        ")
+    out += [f"        a += {sets * mr};", f"        b += {sets * nr};", "    }"]
+    if sets > 1:
+        out.append("    for (; k < kc; ++k) {")
+        out += step(0, 0, "        ")
+        out += [f"        a += {mr};", f"        b += {nr};", "    }"]
+    for i in range(mr):
+        for v in range(nv):
+            x = acc[0][i][v]
+            for s in range(1, sets):
+                x = ops.add.format(a=x, b=acc[s][i][v])
+            out.append("    " + ops.store.format(p=f"t + {i * nr + v * lanes}", v=x) + ";")
+    out.append("}")
+    return out
+
+
+def emit_edge(spec: TileSpec, ops: VectorOps) -> str:
+    """C source of the edge entry point ``mk_ukernel_<name>_edge(m, n, kc, ...)``
+    (contract: ``mk_ukernel_edge_fn`` in c_src/mk_ukernel.h) for a tile of several
+    vectors per row: an N-edge tile of n columns computes only the ceil(n/lanes)
+    vectors it needs (a static helper per vector count, below NR/lanes; the full
+    micro-kernel otherwise) into an MR x NR buffer, then writes the m x n corner of C
+    as alpha * t + beta * C (beta == 0: C is not read). On a 512-wide problem, the
+    4x24 tile's last panel of 8 columns costs a third of a full call instead of a
+    whole one. Rows past m are still computed (zero-padded by packing)."""
+    mr, nr, lanes, nvs = spec.mr, spec.nr, spec.info.lanes, spec.vectors_per_row
+    out: list[str] = []
+    for nv in range(1, nvs):
+        out += _narrow(spec, ops, nv)
+        out.append("")
+    out.append(f"void {edge_symbol(spec)}(int64_t m, int64_t n, int64_t kc, const float *restrict alpha,")
+    out.append("        const float *restrict a, const float *restrict b,")
+    out.append("        const float *restrict beta, float *restrict c, int64_t rs_c, int64_t cs_c)")
+    out.append("{")
+    out.append(f"    float t[{mr * nr}] __attribute__((aligned({ops.align})));")
+    out.append(f"    switch ((n + {lanes - 1}) / {lanes}) {{")
+    for nv in range(1, nvs):
+        out.append(f"    case {nv}: {symbol(spec)}_n{nv}(kc, a, b, t); break;")
+    out.append("    default: {")
+    out.append("        const float one = 1.0f, zero = 0.0f;")
+    out.append(f"        {symbol(spec)}(kc, &one, a, b, &zero, t, {nr}, 1);")
+    out.append("    }")
+    out.append("    }")
+    out.append("    const float al = *alpha, be = *beta;")
+    out.append("    for (int64_t i = 0; i < m; ++i)")
+    out.append("        for (int64_t j = 0; j < n; ++j) {")
+    out.append("            float *p = c + i * rs_c + j * cs_c;")
+    out.append(f"            const float v = al * t[i * {nr} + j];")
+    out.append("            *p = be == 0.0f ? v : v + be * *p;")
+    out.append("        }")
     out.append("}")
     return "\n".join(out) + "\n"
