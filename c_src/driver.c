@@ -199,6 +199,27 @@ static inline void mk_transpose8(const float *const p[8], float *d, int64_t w)
     mk_store8(d + 7 * w, __builtin_shuffle(u3, u7, h4));
 }
 
+/* 4 lines x 8 k: line l is p[l][0..8); stores the 32 floats d[k*4 + l], k < 8, l < 4:
+ * a full 4-line micro-panel (MR = 4) with no padding lines and no overlapping stores
+ * (half the shuffles of mk_transpose8 on 4 real and 4 zero lines). */
+static inline void mk_transpose4x8(const float *const p[4], float *d)
+{
+    const mk_v8i lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
+    const mk_v8i l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const mk_v8i l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    const mk_v8 r0 = mk_load8(p[0]), r1 = mk_load8(p[1]), r2 = mk_load8(p[2]),
+                r3 = mk_load8(p[3]);
+    const mk_v8 t0 = __builtin_shuffle(r0, r1, lo), t1 = __builtin_shuffle(r0, r1, hi),
+                t2 = __builtin_shuffle(r2, r3, lo), t3 = __builtin_shuffle(r2, r3, hi);
+    /* u0 holds k = 0 and 4 (4 lines each), u1 k = 1 and 5, u2 k = 2 and 6, u3 k = 3 and 7 */
+    const mk_v8 u0 = __builtin_shuffle(t0, t2, l2), u1 = __builtin_shuffle(t0, t2, h2),
+                u2 = __builtin_shuffle(t1, t3, l2), u3 = __builtin_shuffle(t1, t3, h2);
+    mk_store8(d + 0, __builtin_shuffle(u0, u1, l4));
+    mk_store8(d + 8, __builtin_shuffle(u2, u3, l4));
+    mk_store8(d + 16, __builtin_shuffle(u0, u1, h4));
+    mk_store8(d + 24, __builtin_shuffle(u2, u3, h4));
+}
+
 /* One micro-panel that mk_pack_block does not copy (its full panels with s_l == 1 are
  * swept there): wcur <= w lines of kc floats (see above), zero-padded to w lines.
  * Writes up to MK_PACK_SLACK floats past dst + kc*w (s_k == 1 case only). */
@@ -206,9 +227,20 @@ static void mk_pack_panel(int64_t wcur, int64_t kc, const float *x, int64_t s_l,
                           int64_t s_k, int64_t w, float *restrict dst)
 {
     const int64_t kv = s_k == 1 ? kc - kc % 8 : 0;
-    /* lines contiguous along K: 8 x 8 transposes. Groups of 8 lines go last to first,
-     * so that a narrow last group's overrun into the next k is rewritten by group 0. */
-    for (int64_t l0 = (w - 1) / 8 * 8; kv > 0 && l0 >= 0; l0 -= 8) {
+    /* lines contiguous along K, a full panel of 4 lines (MR = 4): 4 x 8 transposes */
+    const int quad = w == 4 && wcur == 4;
+    if (quad && kv > 0) {
+        const float *p[4] = {x, x + s_l, x + 2 * s_l, x + 3 * s_l};
+        for (int64_t k = 0; k < kv; k += 8) {
+            mk_transpose4x8(p, dst + k * 4);
+            for (int l = 0; l < 4; ++l)
+                p[l] += 8;
+        }
+    }
+    /* lines contiguous along K, other panels: 8 x 8 transposes. Groups of 8 lines go
+     * last to first, so that a narrow last group's overrun into the next k is
+     * rewritten by group 0. */
+    for (int64_t l0 = (w - 1) / 8 * 8; kv > 0 && !quad && l0 >= 0; l0 -= 8) {
         const float *p[8];
         int64_t step[8];
         for (int l = 0; l < 8; ++l) {
