@@ -356,6 +356,40 @@ mk_dot_rows(int rows, int64_t k, const float *a, int64_t rs_a, const float *x, f
     }
 }
 
+/* y[0..8) := the dot products of 8 rows of a row-contiguous A (row r at a + r*rs_a)
+ * with x: one vector accumulator per row (8 independent FMA chains, enough for FMA
+ * latency x units = 4 x 2), each x vector loaded once for the 8 rows, then the 8
+ * accumulators reduced together by a 3-level shuffle-and-add tree into one vector of
+ * the 8 sums (7 adds for 8 rows, instead of a horizontal sum per row). */
+static inline void mk_dot8(int64_t k, const float *a, int64_t rs_a, const float *x, float *y)
+{
+    const mk_v8 z = {0};
+    mk_v8 s[8] = {z, z, z, z, z, z, z, z};
+    int64_t p = 0;
+    for (; p + 8 <= k; p += 8) {
+        const mk_v8 xv = mk_load8(x + p);
+        for (int r = 0; r < 8; ++r)
+            s[r] += mk_load8(a + r * rs_a + p) * xv;
+    }
+    const mk_v8i ev = {0, 8, 2, 10, 4, 12, 6, 14}, od = {1, 9, 3, 11, 5, 13, 7, 15};
+    const mk_v8i l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const mk_v8i l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    mk_v8 t[4], u[2];
+    for (int q = 0; q < 4; ++q)             /* pairs of lanes: rows 2q, 2q+1 interleaved */
+        t[q] = __builtin_shuffle(s[2 * q], s[2 * q + 1], ev)
+             + __builtin_shuffle(s[2 * q], s[2 * q + 1], od);
+    for (int q = 0; q < 2; ++q)             /* quads: rows 4q..4q+3, halves apart */
+        u[q] = __builtin_shuffle(t[2 * q], t[2 * q + 1], l2)
+             + __builtin_shuffle(t[2 * q], t[2 * q + 1], h2);
+    mk_v8 v = __builtin_shuffle(u[0], u[1], l4) + __builtin_shuffle(u[0], u[1], h4);
+    for (int r = 0; r < 8; ++r) {
+        float sum = v[r];
+        for (int64_t q = p; q < k; ++q)
+            sum += a[r * rs_a + q] * x[q];
+        y[r] = sum;
+    }
+}
+
 /* c[i*rs_c] := alpha * sum_p A(i, p) x(p) + beta * c[i*rs_c] for i < m, x = b[p*rs_b].
  * Row-contiguous A: dot products, 4 rows at a time; column-contiguous A: axpy of
  * each column into y; other strides: one element at a time. Rows are split between
@@ -378,6 +412,11 @@ static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t r
         mk_my_share(m, &i0, &i1);
         if (cs_a == 1) {
             int64_t i = i0;
+            /* 8 rows at a time while they are short: 8 streams of long rows at a
+             * large (4 KiB-multiple) stride compete for the same L1 sets, and 4 rows
+             * with 2 accumulators each measured faster there (k >= 1024 on Zen 3) */
+            for (; k <= 768 && i + 8 <= i1; i += 8)
+                mk_dot8(k, a + i * rs_a, rs_a, x, y + i);
             for (; i + 4 <= i1; i += 4)
                 mk_dot_rows(4, k, a + i * rs_a, rs_a, x, y + i);
             for (; i < i1; ++i)

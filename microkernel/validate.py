@@ -94,6 +94,15 @@ def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False) 
     add(Case("n0", mr, 0, 5, beta=0.5))
     add(Case("mnk0", 0, 0, 0))
     add(Case("one", 1, 1, 1, alpha=2.0, beta=-1.0))
+    # matrix-vector (n == 1, or m == 1 through C^T): 8-row, 4-row and 1-row dot
+    # products with a K tail, the column-axpy and strided paths
+    add(Case("gemv", 21, 1, 37, alpha=1.5, beta=0.5))
+    add(Case("gemv_beta0_nanC", 21, 1, 37, nan_c=True))
+    add(Case("gemv_A_f", 21, 1, 37, beta=0.5, a_layout="f"))
+    add(Case("gemv_A_s", 21, 1, 37, beta=0.5, a_layout="s"))
+    add(Case("gevm", 1, 21, 37, alpha=-1.0, beta=0.5))
+    if not quick:
+        add(Case("gemv_long_k", 21, 1, 800, beta=0.5))
     for lay in "fsnum":
         add(Case(f"A_{lay}", 2 * mr + 1, 2 * nr - 1, 37, beta=0.5, a_layout=lay))
         add(Case(f"B_{lay}", 2 * mr + 1, 2 * nr - 1, 37, beta=0.5, b_layout=lay))
