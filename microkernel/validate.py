@@ -103,6 +103,8 @@ def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False) 
     add(Case("gevm", 1, 21, 37, alpha=-1.0, beta=0.5))
     if not quick:
         add(Case("gemv_long_k", 21, 1, 800, beta=0.5))
+        # large enough (m*k >= 2^20) for the driver to split the rows between threads
+        add(Case("gemv_threads2", 1029, 1, 1031, beta=0.5, threads=2))
     for lay in "fsnum":
         add(Case(f"A_{lay}", 2 * mr + 1, 2 * nr - 1, 37, beta=0.5, a_layout=lay))
         add(Case(f"B_{lay}", 2 * mr + 1, 2 * nr - 1, 37, beta=0.5, b_layout=lay))
