@@ -5,6 +5,9 @@
 # Usage there: bash bench/device_cpu.sh        (writes into $OUT, or out/ when OUT is unset)
 #             bash bench/device_cpu.sh gemm   (only full gemm() vs numpy, issue 6: the
 #             gemm tests, then squares and DeepBench at 1 and 2 threads on cores 2-3)
+#             bash bench/device_cpu.sh tiles  (the edge catalogue on AVX-512 tiles of several
+#             vectors per row, whose edge entry point this AMD machine cannot run, then
+#             squares at one thread for each, alternated against numpy)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 if [ -d .whl ]; then
@@ -14,6 +17,18 @@ else
 fi
 export MICROKERNEL_CACHE_DIR=/tmp/mkcache OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 run() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
+TILES="avx512_8x16 avx512_6x32 avx512_8x32 avx512_12x32 avx512_6x64"
+if [ "${1:-}" = tiles ]; then
+  {
+    run python3 -m microkernel.cli probe
+    for k in $TILES; do run python3 -m microkernel.cli validate --kernel $k; done
+    for k in $TILES; do
+      run taskset -c 2 python3 -m microkernel.cli bench --kernel $k --vs numpy \
+          --sizes 512,1024,2048 --threads 1 --repeats 7 --json "$OUT/xeon_tiles_$k.json"
+    done
+  } 2>&1 | tee "$OUT/device_tiles.log"
+  exit 0
+fi
 if [ "${1:-}" = gemm ]; then
   {
     run lscpu

@@ -18,9 +18,11 @@
  *          read (NaN/Inf already in C do not survive).
  *
  * Panels are read with unaligned loads (the driver 64-byte aligns them anyway).
- * The micro-kernel always computes a full MR x NR tile; the driver handles edge
- * tiles through a local MR x NR buffer. NR may be a run-time value (SVE: NR =
- * nv * svcntw()), so the driver reads it from the descriptor.
+ * The micro-kernel always computes a full MR x NR tile. Edge tiles go through the
+ * optional edge entry point below (SVE: predicates; x86 tiles of several vectors per
+ * row: only the vectors the edge needs) or else the driver's MR x NR buffer. NR may
+ * be a run-time value (SVE: NR = nv * svcntw()), so the driver reads it from the
+ * descriptor.
  */
 #ifndef MK_UKERNEL_H
 #define MK_UKERNEL_H
@@ -31,9 +33,9 @@ typedef void (*mk_ukernel_fn)(int64_t kc, const float *alpha, const float *a,
                               int64_t rs_c, int64_t cs_c);
 
 /* Optional edge micro-kernel: the same update on the top-left m x n corner only
- * (1 <= m <= MR, 1 <= n <= NR), e.g. with SVE predicates or AVX-512 masks; the
- * panels are still full MR/NR wide (zero-padded). NULL: the driver goes through
- * its MR x NR buffer instead. */
+ * (1 <= m <= MR, 1 <= n <= NR), e.g. with SVE predicates, or on x86 computing only
+ * ceil(n / lanes) vectors per row; the panels are still full MR/NR wide
+ * (zero-padded). NULL: the driver goes through its MR x NR buffer instead. */
 typedef void (*mk_ukernel_edge_fn)(int64_t m, int64_t n, int64_t kc, const float *alpha,
                                    const float *a, const float *b, const float *beta,
                                    float *c, int64_t rs_c, int64_t cs_c);
