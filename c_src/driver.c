@@ -391,9 +391,10 @@ static inline void mk_dot8(int64_t k, const float *a, int64_t rs_a, const float 
 }
 
 /* c[i*rs_c] := alpha * sum_p A(i, p) x(p) + beta * c[i*rs_c] for i < m, x = b[p*rs_b].
- * Row-contiguous A: dot products, 4 rows at a time; column-contiguous A: axpy of
- * each column into y; other strides: one element at a time. Rows are split between
- * threads. xbuf holds k floats, y m floats. */
+ * Row-contiguous A: dot products, 8 rows at a time while rows are short, else 4;
+ * column-contiguous A: axpy of each column into y; other strides: one element at a
+ * time. Rows are split between threads when A is large enough. xbuf holds k floats,
+ * y m floats. */
 static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t rs_a,
                     int64_t cs_a, const float *b, int64_t rs_b, float beta, float *c,
                     int64_t rs_c, float *xbuf, float *y, int nthreads)

@@ -188,7 +188,7 @@ def emit_peak(isa: str, ops: VectorOps, chains: int) -> str:
 
 
 #: independent FMA chains that keep both FMA units busy: latency 4 cycles x 2 units
-#: (Zen 3 and Skylake-X: Agner Fog, "Instruction tables"; FIELD_NOTES.md).
+#: (FIELD_NOTES.md; Low et al. 2016's latency bound MR*NR >= N_vec * L_fma * N_fma).
 EDGE_CHAINS = 8
 
 

@@ -5,7 +5,8 @@ its own flags (``tile.ISAS[isa].cflags``), never -march=native.
 """
 from __future__ import annotations
 
-from .common import VectorOps, emit_edge, emit_peak, emit_ukernel, symbol
+from . import common
+from .common import VectorOps, emit_edge, emit_peak, emit_ukernel
 
 AVX512 = VectorOps(
     includes=("immintrin.h",), vtype="__m512", zero="_mm512_setzero_ps()",
@@ -36,7 +37,7 @@ def ukernel(spec) -> str:
 def edge_symbol(spec) -> str:
     """C name of the edge entry point, or ``NULL`` for one vector per row (an N edge
     would still need the whole vector: the driver's buffer does the same)."""
-    return f"{symbol(spec)}_edge" if spec.vectors_per_row > 1 else "NULL"
+    return common.edge_symbol(spec) if spec.vectors_per_row > 1 else "NULL"
 
 
 def peak(isa: str) -> str:
