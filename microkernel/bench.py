@@ -64,6 +64,9 @@ class GemmTiming:
     ours_s: float            # median seconds
     numpy_s: float
     threads: int
+    #: numpy's time / ours for each pair of adjacent samples (empty when numpy's timing
+    #: came from a cache): their spread says whether a ratio differs from 1 in this run
+    pair_ratios: tuple[float, ...] = ()
 
     @property
     def ours_gflops(self) -> float:
@@ -77,6 +80,14 @@ class GemmTiming:
     def ratio(self) -> float:
         """ours / numpy in GFLOP/s (> 1: we are faster)."""
         return self.numpy_s / self.ours_s
+
+    @property
+    def ratio_quartiles(self) -> tuple[float, float] | None:
+        """First and third quartiles of the paired sample ratios (None below 4 pairs)."""
+        if len(self.pair_ratios) < 4:
+            return None
+        q = statistics.quantiles(self.pair_ratios, n=4)
+        return q[0], q[2]
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -144,7 +155,9 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
                 n_med = numpy_cache[key]
             else:
                 n_med = statistics.median(n_times)
-            out.append(GemmTiming(p.label, p.flops, statistics.median(o_times), n_med, threads))
+            pairs = tuple(nt / ot for ot, nt in zip(o_times, n_times))
+            out.append(GemmTiming(p.label, p.flops, statistics.median(o_times), n_med, threads,
+                                  pairs))
     return out
 
 

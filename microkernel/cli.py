@@ -153,14 +153,17 @@ def cmd_bench(args) -> int:
         timings = bench.time_gemm_vs_numpy(k, problems, threads=threads, repeats=args.repeats)
         t = Table(title=f"gemm() {k.name} vs numpy.matmul ({result['numpy_blas']}), "
                         f"{threads} thread(s), medians of {args.repeats}")
-        for col in ("shape", "ours GFLOP/s", "numpy GFLOP/s", "ratio", "% of peak x threads"):
+        for col in ("shape", "ours GFLOP/s", "numpy GFLOP/s", "ratio", "pair ratios q1-q3",
+                    "% of peak x threads"):
             t.add_column(col, justify="right")
         for tm in timings:
+            q = tm.ratio_quartiles
             t.add_row(tm.label, f"{tm.ours_gflops:.1f}", f"{tm.numpy_gflops:.1f}", f"{tm.ratio:.2f}",
+                      f"{q[0]:.2f}-{q[1]:.2f}" if q else "-",
                       f"{100 * tm.ours_gflops / (peak * threads):.0f}%")
             result["gemm"].append({"kernel": k.name, "shape": tm.label, "threads": threads,
                                    "ours_gflops": tm.ours_gflops, "numpy_gflops": tm.numpy_gflops,
-                                   "ratio": tm.ratio})
+                                   "ratio": tm.ratio, "pair_ratios": list(tm.pair_ratios)})
         con.print(t)
         con.print(f"median ratio ours/numpy ({threads} thread(s)): "
                   f"{bench.median_ratio(timings):.2f}")

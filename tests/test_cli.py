@@ -47,10 +47,12 @@ def test_sweep_small(tmp_path, capsys):
 
 def test_bench_runs_and_saves(tmp_path):
     out = tmp_path / "b.json"
-    assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "64", "--repeats", "1",
+    assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "64", "--repeats", "4",
                  "--json", str(out)]) == 0
     d = json.loads(out.read_text())
     assert d["peak_gflops"] > 0 and d["l1"][0]["gflops"] > 0 and d["gemm"][0]["ratio"] > 0
+    # one numpy/ours ratio per pair of alternating samples, for the q1-q3 column
+    assert len(d["gemm"][0]["pair_ratios"]) == 4
 
 
 def test_bad_usage_exits_nonzero():
