@@ -6,7 +6,8 @@
 #             bash bench/device_cpu.sh gemm   (only full gemm() vs numpy, issue 6: the
 #             gemm tests, then squares and DeepBench at 1 and 2 threads on cores 2-3)
 #             bash bench/device_cpu.sh tiles  (the edge catalogue on AVX-512 tiles of several
-#             vectors per row, whose edge entry point this AMD machine cannot run, then
+#             vectors per row, whose edge entry point this AMD machine cannot run, and on
+#             avx512_8x16 (one vector per row, no edge entry point) as the baseline; then
 #             squares at one thread for each, alternated against numpy)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"

@@ -136,10 +136,11 @@ static int64_t mk_balance(int64_t total, int64_t blk, int64_t unit)
  * Two hot cases: s_l == 1 (row-major B, column-major A) is a copy of w floats per k;
  * s_k == 1 (row-major A, column-major B) is a transpose, done 8 x 8 at a time in
  * registers with GCC vector extensions (portable C: the ISA's shuffles where the
- * module's flags have them). The transpose stores 8 floats per k at dst + k*w + l0,
- * so a group narrower than 8 writes past its end into positions that are written
- * again later in the same pass; MK_PACK_SLACK floats after the last panel absorb the
- * final overrun.
+ * module's flags have them), or 4 x 8 for a full panel of w = 4 lines (MR = 4, or
+ * NR = 4), which writes exactly its panel. The 8 x 8 transpose stores 8 floats per k
+ * at dst + k*w + l0, so a group narrower than 8 writes past its end into positions
+ * that are written again later in the same pass; MK_PACK_SLACK floats after the last
+ * panel absorb the final overrun.
  */
 enum { MK_PACK_SLACK = 8 };
 
@@ -200,8 +201,8 @@ static inline void mk_transpose8(const float *const p[8], float *d, int64_t w)
 }
 
 /* 4 lines x 8 k: line l is p[l][0..8); stores the 32 floats d[k*4 + l], k < 8, l < 4:
- * a full 4-line micro-panel (MR = 4) with no padding lines and no overlapping stores
- * (half the shuffles of mk_transpose8 on 4 real and 4 zero lines). */
+ * a full 4-line micro-panel (w = 4: MR or NR) with no padding lines and no
+ * overlapping stores (half the shuffles of mk_transpose8 on 4 real and 4 zero lines). */
 static inline void mk_transpose4x8(const float *const p[4], float *d)
 {
     const mk_v8i lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
@@ -227,7 +228,7 @@ static void mk_pack_panel(int64_t wcur, int64_t kc, const float *x, int64_t s_l,
                           int64_t s_k, int64_t w, float *restrict dst)
 {
     const int64_t kv = s_k == 1 ? kc - kc % 8 : 0;
-    /* lines contiguous along K, a full panel of 4 lines (MR = 4): 4 x 8 transposes */
+    /* lines contiguous along K, a full panel of w = 4 lines: 4 x 8 transposes */
     const int quad = w == 4 && wcur == 4;
     if (quad && kv > 0) {
         const float *p[4] = {x, x + s_l, x + 2 * s_l, x + 3 * s_l};
@@ -289,8 +290,10 @@ static void mk_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t rs_c,
         }
 }
 
-/* One register tile: the micro-kernel straight into C when the tile is full, else
- * into the MR x NR edge buffer and merged into the mcur x ncur corner of C. */
+/* One register tile: the micro-kernel straight into C when the tile is full; an edge
+ * tile through the micro-kernel's edge entry point when it has one (SVE, x86 tiles of
+ * several vectors per row), else into the MR x NR edge buffer, merged into the
+ * mcur x ncur corner of C. */
 static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64_t kc,
                     const float *alpha, const float *ap, const float *bp,
                     const float *beta, float *c, int64_t rs_c, int64_t cs_c, float *edge)
@@ -405,9 +408,10 @@ static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t r
             xbuf[p] = b[p * rs_b];
         x = xbuf;
     }
-    /* A thread pays for waking the team (tens of us after the workers slept); below
-     * about 4 MiB of A (m*k < 2^20 floats) one thread was faster here: 4224x1x128 ran
-     * at 13.9 GFLOP/s on one thread and 10.8 on two, 3072x1x1024 at 12.0 and 21.5. */
+    /* A thread pays for waking the team (tens of us after the workers slept). Measured
+     * here: 4224x1x128 (2.1 MiB of A) ran at 13.9 GFLOP/s on one thread and 10.8 on
+     * two, 3072x1x1024 (12 MiB) at 12.0 and 21.5; the cut at m*k = 2^20 floats (4 MiB)
+     * is a choice between those two points. */
     if (nthreads > 1 && (m < 64 * (int64_t)nthreads || m * k < ((int64_t)1 << 20)))
         nthreads = 1;
 #pragma omp parallel num_threads(nthreads) if (nthreads > 1)
@@ -416,9 +420,10 @@ static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t r
         mk_my_share(m, &i0, &i1);
         if (cs_a == 1) {
             int64_t i = i0;
-            /* 8 rows at a time while they are short: 8 streams of long rows at a
-             * large (4 KiB-multiple) stride compete for the same L1 sets, and 4 rows
-             * with 2 accumulators each measured faster there (k >= 1024 on Zen 3) */
+            /* 8 rows at a time while they are short. k is the proxy, measured on
+             * contiguous rows (Zen 3): up to k = 768 the 8 rows were faster, from
+             * k = 1024 the 4 rows with 2 accumulators each (8 streams of long rows at
+             * a 4 KiB-multiple stride compete for the same L1 sets) */
             for (; k <= 768 && i + 8 <= i1; i += 8)
                 mk_dot8(k, a + i * rs_a, rs_a, x, y + i);
             for (; i + 4 <= i1; i += 4)

@@ -14,7 +14,8 @@ outside the view that changes is reported as an out-of-bounds write. Cases cover
 every M remainder 1..MR-1 and N remainder 1..NR-1, K in {0, 1, unroll-1, unroll+1,
 KC-1, KC, KC+1}, M = 0 / N = 0, alpha = 0 with NaN in A and B, beta = 0 with NaN in
 C, transposed and strided views, negative strides, unaligned and misaligned buffers,
-small blockings that exercise every loop of the driver, and two threads.
+small blockings that exercise every loop of the driver, two threads, and the
+matrix-vector paths (n == 1, m == 1) with short and long rows, on one and two threads.
 """
 from __future__ import annotations
 
@@ -103,8 +104,10 @@ def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False) 
     add(Case("gevm", 1, 21, 37, alpha=-1.0, beta=0.5))
     if not quick:
         add(Case("gemv_long_k", 21, 1, 800, beta=0.5))
-        # large enough (m*k >= 2^20) for the driver to split the rows between threads
+        # large enough (m*k >= 2^20) for the driver to split the rows between threads,
+        # with long rows (4 rows at a time) and short ones (8 rows at a time, k <= 768)
         add(Case("gemv_threads2", 1029, 1, 1031, beta=0.5, threads=2))
+        add(Case("gemv_threads2_short", 2058, 1, 517, beta=0.5, threads=2))
     for lay in "fsnum":
         add(Case(f"A_{lay}", 2 * mr + 1, 2 * nr - 1, 37, beta=0.5, a_layout=lay))
         add(Case(f"B_{lay}", 2 * mr + 1, 2 * nr - 1, 37, beta=0.5, b_layout=lay))

@@ -204,6 +204,9 @@ def _narrow(spec: TileSpec, ops: VectorOps, nv: int) -> list[str]:
     of accumulators (summed at the end) so that the FMA latency stays hidden."""
     mr, nr, lanes = spec.mr, spec.nr, spec.info.lanes
     sets = 2 if mr * nv < EDGE_CHAINS else 1
+    if sets > 1 and not ops.add:
+        raise ValueError(f"{spec.name}: the narrow edge kernel sums two accumulator sets, "
+                         f"but this ISA's VectorOps has no 'add' template")
     acc = [[[f"s{s}_{i}_{v}" for v in range(nv)] for i in range(mr)] for s in range(sets)]
     out = [f"static void {symbol(spec)}_n{nv}(int64_t kc, const float *restrict a,",
            "        const float *restrict b, float *restrict t)", "{"]
