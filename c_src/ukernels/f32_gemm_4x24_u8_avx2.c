@@ -299,37 +299,43 @@ static void mk_ukernel_avx2_4x24_u8_n1(int64_t kc, const float *restrict a,
     __m256 s1_3_0 = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k + 2 <= kc; k += 2) {
-        const __m256 b0_0 = _mm256_loadu_ps(b + 0);
-        const __m256 a0_0 = _mm256_broadcast_ss(a + 0);
-        s0_0_0 = _mm256_fmadd_ps(a0_0, b0_0, s0_0_0);
-        const __m256 a0_1 = _mm256_broadcast_ss(a + 1);
-        s0_1_0 = _mm256_fmadd_ps(a0_1, b0_0, s0_1_0);
-        const __m256 a0_2 = _mm256_broadcast_ss(a + 2);
-        s0_2_0 = _mm256_fmadd_ps(a0_2, b0_0, s0_2_0);
-        const __m256 a0_3 = _mm256_broadcast_ss(a + 3);
-        s0_3_0 = _mm256_fmadd_ps(a0_3, b0_0, s0_3_0);
-        const __m256 b1_0 = _mm256_loadu_ps(b + 24);
-        const __m256 a1_0 = _mm256_broadcast_ss(a + 4);
-        s1_0_0 = _mm256_fmadd_ps(a1_0, b1_0, s1_0_0);
-        const __m256 a1_1 = _mm256_broadcast_ss(a + 5);
-        s1_1_0 = _mm256_fmadd_ps(a1_1, b1_0, s1_1_0);
-        const __m256 a1_2 = _mm256_broadcast_ss(a + 6);
-        s1_2_0 = _mm256_fmadd_ps(a1_2, b1_0, s1_2_0);
-        const __m256 a1_3 = _mm256_broadcast_ss(a + 7);
-        s1_3_0 = _mm256_fmadd_ps(a1_3, b1_0, s1_3_0);
+        {
+            const __m256 b0 = _mm256_loadu_ps(b + 0);
+            const __m256 a0 = _mm256_broadcast_ss(a + 0);
+            s0_0_0 = _mm256_fmadd_ps(a0, b0, s0_0_0);
+            const __m256 a1 = _mm256_broadcast_ss(a + 1);
+            s0_1_0 = _mm256_fmadd_ps(a1, b0, s0_1_0);
+            const __m256 a2 = _mm256_broadcast_ss(a + 2);
+            s0_2_0 = _mm256_fmadd_ps(a2, b0, s0_2_0);
+            const __m256 a3 = _mm256_broadcast_ss(a + 3);
+            s0_3_0 = _mm256_fmadd_ps(a3, b0, s0_3_0);
+        }
+        {
+            const __m256 b0 = _mm256_loadu_ps(b + 24);
+            const __m256 a0 = _mm256_broadcast_ss(a + 4);
+            s1_0_0 = _mm256_fmadd_ps(a0, b0, s1_0_0);
+            const __m256 a1 = _mm256_broadcast_ss(a + 5);
+            s1_1_0 = _mm256_fmadd_ps(a1, b0, s1_1_0);
+            const __m256 a2 = _mm256_broadcast_ss(a + 6);
+            s1_2_0 = _mm256_fmadd_ps(a2, b0, s1_2_0);
+            const __m256 a3 = _mm256_broadcast_ss(a + 7);
+            s1_3_0 = _mm256_fmadd_ps(a3, b0, s1_3_0);
+        }
         a += 8;
         b += 48;
     }
     for (; k < kc; ++k) {
-        const __m256 b0_0 = _mm256_loadu_ps(b + 0);
-        const __m256 a0_0 = _mm256_broadcast_ss(a + 0);
-        s0_0_0 = _mm256_fmadd_ps(a0_0, b0_0, s0_0_0);
-        const __m256 a0_1 = _mm256_broadcast_ss(a + 1);
-        s0_1_0 = _mm256_fmadd_ps(a0_1, b0_0, s0_1_0);
-        const __m256 a0_2 = _mm256_broadcast_ss(a + 2);
-        s0_2_0 = _mm256_fmadd_ps(a0_2, b0_0, s0_2_0);
-        const __m256 a0_3 = _mm256_broadcast_ss(a + 3);
-        s0_3_0 = _mm256_fmadd_ps(a0_3, b0_0, s0_3_0);
+        {
+            const __m256 b0 = _mm256_loadu_ps(b + 0);
+            const __m256 a0 = _mm256_broadcast_ss(a + 0);
+            s0_0_0 = _mm256_fmadd_ps(a0, b0, s0_0_0);
+            const __m256 a1 = _mm256_broadcast_ss(a + 1);
+            s0_1_0 = _mm256_fmadd_ps(a1, b0, s0_1_0);
+            const __m256 a2 = _mm256_broadcast_ss(a + 2);
+            s0_2_0 = _mm256_fmadd_ps(a2, b0, s0_2_0);
+            const __m256 a3 = _mm256_broadcast_ss(a + 3);
+            s0_3_0 = _mm256_fmadd_ps(a3, b0, s0_3_0);
+        }
         a += 4;
         b += 24;
     }
@@ -348,20 +354,22 @@ static void mk_ukernel_avx2_4x24_u8_n2(int64_t kc, const float *restrict a,
     __m256 s0_3_0 = _mm256_setzero_ps(), s0_3_1 = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k < kc; ++k) {
-        const __m256 b0_0 = _mm256_loadu_ps(b + 0);
-        const __m256 b0_1 = _mm256_loadu_ps(b + 8);
-        const __m256 a0_0 = _mm256_broadcast_ss(a + 0);
-        s0_0_0 = _mm256_fmadd_ps(a0_0, b0_0, s0_0_0);
-        s0_0_1 = _mm256_fmadd_ps(a0_0, b0_1, s0_0_1);
-        const __m256 a0_1 = _mm256_broadcast_ss(a + 1);
-        s0_1_0 = _mm256_fmadd_ps(a0_1, b0_0, s0_1_0);
-        s0_1_1 = _mm256_fmadd_ps(a0_1, b0_1, s0_1_1);
-        const __m256 a0_2 = _mm256_broadcast_ss(a + 2);
-        s0_2_0 = _mm256_fmadd_ps(a0_2, b0_0, s0_2_0);
-        s0_2_1 = _mm256_fmadd_ps(a0_2, b0_1, s0_2_1);
-        const __m256 a0_3 = _mm256_broadcast_ss(a + 3);
-        s0_3_0 = _mm256_fmadd_ps(a0_3, b0_0, s0_3_0);
-        s0_3_1 = _mm256_fmadd_ps(a0_3, b0_1, s0_3_1);
+        {
+            const __m256 b0 = _mm256_loadu_ps(b + 0);
+            const __m256 b1 = _mm256_loadu_ps(b + 8);
+            const __m256 a0 = _mm256_broadcast_ss(a + 0);
+            s0_0_0 = _mm256_fmadd_ps(a0, b0, s0_0_0);
+            s0_0_1 = _mm256_fmadd_ps(a0, b1, s0_0_1);
+            const __m256 a1 = _mm256_broadcast_ss(a + 1);
+            s0_1_0 = _mm256_fmadd_ps(a1, b0, s0_1_0);
+            s0_1_1 = _mm256_fmadd_ps(a1, b1, s0_1_1);
+            const __m256 a2 = _mm256_broadcast_ss(a + 2);
+            s0_2_0 = _mm256_fmadd_ps(a2, b0, s0_2_0);
+            s0_2_1 = _mm256_fmadd_ps(a2, b1, s0_2_1);
+            const __m256 a3 = _mm256_broadcast_ss(a + 3);
+            s0_3_0 = _mm256_fmadd_ps(a3, b0, s0_3_0);
+            s0_3_1 = _mm256_fmadd_ps(a3, b1, s0_3_1);
+        }
         a += 4;
         b += 24;
     }

@@ -138,49 +138,55 @@ static void mk_ukernel_avx2_6x16_n1(int64_t kc, const float *restrict a,
     __m256 s1_5_0 = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k + 2 <= kc; k += 2) {
-        const __m256 b0_0 = _mm256_loadu_ps(b + 0);
-        const __m256 a0_0 = _mm256_broadcast_ss(a + 0);
-        s0_0_0 = _mm256_fmadd_ps(a0_0, b0_0, s0_0_0);
-        const __m256 a0_1 = _mm256_broadcast_ss(a + 1);
-        s0_1_0 = _mm256_fmadd_ps(a0_1, b0_0, s0_1_0);
-        const __m256 a0_2 = _mm256_broadcast_ss(a + 2);
-        s0_2_0 = _mm256_fmadd_ps(a0_2, b0_0, s0_2_0);
-        const __m256 a0_3 = _mm256_broadcast_ss(a + 3);
-        s0_3_0 = _mm256_fmadd_ps(a0_3, b0_0, s0_3_0);
-        const __m256 a0_4 = _mm256_broadcast_ss(a + 4);
-        s0_4_0 = _mm256_fmadd_ps(a0_4, b0_0, s0_4_0);
-        const __m256 a0_5 = _mm256_broadcast_ss(a + 5);
-        s0_5_0 = _mm256_fmadd_ps(a0_5, b0_0, s0_5_0);
-        const __m256 b1_0 = _mm256_loadu_ps(b + 16);
-        const __m256 a1_0 = _mm256_broadcast_ss(a + 6);
-        s1_0_0 = _mm256_fmadd_ps(a1_0, b1_0, s1_0_0);
-        const __m256 a1_1 = _mm256_broadcast_ss(a + 7);
-        s1_1_0 = _mm256_fmadd_ps(a1_1, b1_0, s1_1_0);
-        const __m256 a1_2 = _mm256_broadcast_ss(a + 8);
-        s1_2_0 = _mm256_fmadd_ps(a1_2, b1_0, s1_2_0);
-        const __m256 a1_3 = _mm256_broadcast_ss(a + 9);
-        s1_3_0 = _mm256_fmadd_ps(a1_3, b1_0, s1_3_0);
-        const __m256 a1_4 = _mm256_broadcast_ss(a + 10);
-        s1_4_0 = _mm256_fmadd_ps(a1_4, b1_0, s1_4_0);
-        const __m256 a1_5 = _mm256_broadcast_ss(a + 11);
-        s1_5_0 = _mm256_fmadd_ps(a1_5, b1_0, s1_5_0);
+        {
+            const __m256 b0 = _mm256_loadu_ps(b + 0);
+            const __m256 a0 = _mm256_broadcast_ss(a + 0);
+            s0_0_0 = _mm256_fmadd_ps(a0, b0, s0_0_0);
+            const __m256 a1 = _mm256_broadcast_ss(a + 1);
+            s0_1_0 = _mm256_fmadd_ps(a1, b0, s0_1_0);
+            const __m256 a2 = _mm256_broadcast_ss(a + 2);
+            s0_2_0 = _mm256_fmadd_ps(a2, b0, s0_2_0);
+            const __m256 a3 = _mm256_broadcast_ss(a + 3);
+            s0_3_0 = _mm256_fmadd_ps(a3, b0, s0_3_0);
+            const __m256 a4 = _mm256_broadcast_ss(a + 4);
+            s0_4_0 = _mm256_fmadd_ps(a4, b0, s0_4_0);
+            const __m256 a5 = _mm256_broadcast_ss(a + 5);
+            s0_5_0 = _mm256_fmadd_ps(a5, b0, s0_5_0);
+        }
+        {
+            const __m256 b0 = _mm256_loadu_ps(b + 16);
+            const __m256 a0 = _mm256_broadcast_ss(a + 6);
+            s1_0_0 = _mm256_fmadd_ps(a0, b0, s1_0_0);
+            const __m256 a1 = _mm256_broadcast_ss(a + 7);
+            s1_1_0 = _mm256_fmadd_ps(a1, b0, s1_1_0);
+            const __m256 a2 = _mm256_broadcast_ss(a + 8);
+            s1_2_0 = _mm256_fmadd_ps(a2, b0, s1_2_0);
+            const __m256 a3 = _mm256_broadcast_ss(a + 9);
+            s1_3_0 = _mm256_fmadd_ps(a3, b0, s1_3_0);
+            const __m256 a4 = _mm256_broadcast_ss(a + 10);
+            s1_4_0 = _mm256_fmadd_ps(a4, b0, s1_4_0);
+            const __m256 a5 = _mm256_broadcast_ss(a + 11);
+            s1_5_0 = _mm256_fmadd_ps(a5, b0, s1_5_0);
+        }
         a += 12;
         b += 32;
     }
     for (; k < kc; ++k) {
-        const __m256 b0_0 = _mm256_loadu_ps(b + 0);
-        const __m256 a0_0 = _mm256_broadcast_ss(a + 0);
-        s0_0_0 = _mm256_fmadd_ps(a0_0, b0_0, s0_0_0);
-        const __m256 a0_1 = _mm256_broadcast_ss(a + 1);
-        s0_1_0 = _mm256_fmadd_ps(a0_1, b0_0, s0_1_0);
-        const __m256 a0_2 = _mm256_broadcast_ss(a + 2);
-        s0_2_0 = _mm256_fmadd_ps(a0_2, b0_0, s0_2_0);
-        const __m256 a0_3 = _mm256_broadcast_ss(a + 3);
-        s0_3_0 = _mm256_fmadd_ps(a0_3, b0_0, s0_3_0);
-        const __m256 a0_4 = _mm256_broadcast_ss(a + 4);
-        s0_4_0 = _mm256_fmadd_ps(a0_4, b0_0, s0_4_0);
-        const __m256 a0_5 = _mm256_broadcast_ss(a + 5);
-        s0_5_0 = _mm256_fmadd_ps(a0_5, b0_0, s0_5_0);
+        {
+            const __m256 b0 = _mm256_loadu_ps(b + 0);
+            const __m256 a0 = _mm256_broadcast_ss(a + 0);
+            s0_0_0 = _mm256_fmadd_ps(a0, b0, s0_0_0);
+            const __m256 a1 = _mm256_broadcast_ss(a + 1);
+            s0_1_0 = _mm256_fmadd_ps(a1, b0, s0_1_0);
+            const __m256 a2 = _mm256_broadcast_ss(a + 2);
+            s0_2_0 = _mm256_fmadd_ps(a2, b0, s0_2_0);
+            const __m256 a3 = _mm256_broadcast_ss(a + 3);
+            s0_3_0 = _mm256_fmadd_ps(a3, b0, s0_3_0);
+            const __m256 a4 = _mm256_broadcast_ss(a + 4);
+            s0_4_0 = _mm256_fmadd_ps(a4, b0, s0_4_0);
+            const __m256 a5 = _mm256_broadcast_ss(a + 5);
+            s0_5_0 = _mm256_fmadd_ps(a5, b0, s0_5_0);
+        }
         a += 6;
         b += 16;
     }

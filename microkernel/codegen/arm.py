@@ -47,6 +47,7 @@ the M edge with a row count (row i is stored only when i < m). A general-stride 
 from __future__ import annotations
 
 from ..tile import TileSpec
+from . import common
 from .common import VectorOps, alpha_scale, emit_peak, emit_ukernel, header, symbol
 
 __all__ = ["NEON", "ukernel", "peak", "nr_expr", "edge_symbol", "neon_ukernel",
@@ -94,7 +95,7 @@ def nr_expr(spec: TileSpec) -> str:
 
 def edge_symbol(spec: TileSpec) -> str:
     """C name of the edge entry point, or ``NULL`` (NEON: the driver's buffer)."""
-    return f"{symbol(spec)}_edge" if spec.isa == "sve" else "NULL"
+    return common.edge_symbol(spec) if spec.isa == "sve" else "NULL"
 
 
 #: between unrolled k steps: loads may not move across it (registers may)
@@ -264,7 +265,7 @@ def sve_ukernel(spec: TileSpec) -> str:
     out.append(f"/* Edge tile: the same update on the top-left m x n corner only (1 <= m <= {mr},")
     out.append(f" * 1 <= n <= {nv} * VL). Columns: svwhilelt_b32 predicates (inactive lanes are")
     out.append(" * neither loaded nor stored); rows: stored while i < m. */")
-    out.append(f"void {name}_edge(int64_t m, int64_t n, int64_t kc, const float *restrict alpha,")
+    out.append(f"void {common.edge_symbol(spec)}(int64_t m, int64_t n, int64_t kc, const float *restrict alpha,")
     out.append("        const float *restrict a, const float *restrict b,")
     out.append("        const float *restrict beta, float *restrict c, int64_t rs_c, int64_t cs_c)")
     out.append("{")

@@ -58,9 +58,11 @@ def symbol(spec: TileSpec) -> str:
 
 
 def broadcast_step(spec: TileSpec, ops: VectorOps, acc, u: int, indent: str) -> list[str]:
-    """One k step (copy ``u`` of the unrolled body): load the NR/lanes vectors of the
-    B row, broadcast each of the MR values of the A column, FMA into the accumulators."""
-    mr, nr, lanes, nv = spec.mr, spec.nr, spec.info.lanes, spec.vectors_per_row
+    """One k step (copy ``u`` of the unrolled body): load the vectors of the B row that
+    ``acc`` has columns for (NR/lanes for the full tile, fewer for a narrow edge
+    kernel; the B micro-panel keeps its NR stride), broadcast each of the MR values of
+    the A column, FMA into the accumulators ``acc[i][v]``."""
+    mr, nr, lanes, nv = spec.mr, spec.nr, spec.info.lanes, len(acc[0])
     lines = []
     for v in range(nv):
         lines.append(f"{indent}const {ops.vtype} b{v} = {ops.load.format(p=f'b + {u * nr + v * lanes}')};")
@@ -214,22 +216,16 @@ def _narrow(spec: TileSpec, ops: VectorOps, nv: int) -> list[str]:
         for i in range(mr):
             out.append(f"    {ops.vtype} " + ", ".join(f"{x} = {ops.zero}" for x in acc[s][i]) + ";")
 
-    def step(s: int, u: int, indent: str) -> list[str]:
-        lines = [f"{indent}const {ops.vtype} b{u}_{v} = {ops.load.format(p=f'b + {u * nr + v * lanes}')};"
-                 for v in range(nv)]
-        for i in range(mr):
-            lines.append(f"{indent}const {ops.vtype} a{u}_{i} = {ops.bcast.format(p=f'a + {u * mr + i}')};")
-            lines += [f"{indent}{acc[s][i][v]} = " + ops.fma.format(a=f"a{u}_{i}", b=f"b{u}_{v}", c=acc[s][i][v]) + ";"
-                      for v in range(nv)]
-        return lines
+    def step(s: int, u: int) -> list[str]:      # k step u into accumulator set s
+        return ["        {"] + broadcast_step(spec, ops, acc[s], u, "            ") + ["        }"]
     out.append("    int64_t k = 0;")
     out.append(f"    for (; k + {sets} <= kc; k += {sets}) {{" if sets > 1 else "    for (; k < kc; ++k) {")
     for s in range(sets):
-        out += step(s, s, "        ")
+        out += step(s, s)
     out += [f"        a += {sets * mr};", f"        b += {sets * nr};", "    }"]
     if sets > 1:
         out.append("    for (; k < kc; ++k) {")
-        out += step(0, 0, "        ")
+        out += step(0, 0)
         out += [f"        a += {mr};", f"        b += {nr};", "    }"]
     for i in range(mr):
         for v in range(nv):
