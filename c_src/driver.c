@@ -158,6 +158,14 @@ static inline mk_v8 mk_load8(const float *p)
 
 static inline void mk_store8(float *p, mk_v8 v) { __builtin_memcpy(p, &v, sizeof v); }
 
+/* __builtin_shuffle index vectors (lanes 0-7 of the first operand, 8-15 of the
+ * second) shared by the transposes and the GEMV reduction: mk_lo/mk_hi interleave
+ * single lanes, mk_l2/mk_h2 pairs of lanes, mk_l4/mk_h4 128-bit halves
+ * (unpcklps/unpckhps, shufps, vperm2f128 on AVX). */
+static const mk_v8i mk_lo = {0, 8, 1, 9, 4, 12, 5, 13}, mk_hi = {2, 10, 3, 11, 6, 14, 7, 15};
+static const mk_v8i mk_l2 = {0, 1, 8, 9, 4, 5, 12, 13}, mk_h2 = {2, 3, 10, 11, 6, 7, 14, 15};
+static const mk_v8i mk_l4 = {0, 1, 2, 3, 8, 9, 10, 11}, mk_h4 = {4, 5, 6, 7, 12, 13, 14, 15};
+
 /* w floats from s to d (w % 8 == 0: whole vectors). */
 static inline void mk_copy_line(float *restrict d, const float *restrict s, int64_t w)
 {
@@ -176,28 +184,25 @@ static inline void mk_copy_line(float *restrict d, const float *restrict s, int6
  * matrix transpose), written with GCC vector extensions. */
 static inline void mk_transpose8(const float *const p[8], float *d, int64_t w)
 {
-    const mk_v8i lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
-    const mk_v8i l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
-    const mk_v8i l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
     const mk_v8 r0 = mk_load8(p[0]), r1 = mk_load8(p[1]), r2 = mk_load8(p[2]),
                 r3 = mk_load8(p[3]), r4 = mk_load8(p[4]), r5 = mk_load8(p[5]),
                 r6 = mk_load8(p[6]), r7 = mk_load8(p[7]);
-    const mk_v8 t0 = __builtin_shuffle(r0, r1, lo), t1 = __builtin_shuffle(r0, r1, hi),
-                t2 = __builtin_shuffle(r2, r3, lo), t3 = __builtin_shuffle(r2, r3, hi),
-                t4 = __builtin_shuffle(r4, r5, lo), t5 = __builtin_shuffle(r4, r5, hi),
-                t6 = __builtin_shuffle(r6, r7, lo), t7 = __builtin_shuffle(r6, r7, hi);
-    const mk_v8 u0 = __builtin_shuffle(t0, t2, l2), u1 = __builtin_shuffle(t0, t2, h2),
-                u2 = __builtin_shuffle(t1, t3, l2), u3 = __builtin_shuffle(t1, t3, h2),
-                u4 = __builtin_shuffle(t4, t6, l2), u5 = __builtin_shuffle(t4, t6, h2),
-                u6 = __builtin_shuffle(t5, t7, l2), u7 = __builtin_shuffle(t5, t7, h2);
-    mk_store8(d + 0 * w, __builtin_shuffle(u0, u4, l4));
-    mk_store8(d + 1 * w, __builtin_shuffle(u1, u5, l4));
-    mk_store8(d + 2 * w, __builtin_shuffle(u2, u6, l4));
-    mk_store8(d + 3 * w, __builtin_shuffle(u3, u7, l4));
-    mk_store8(d + 4 * w, __builtin_shuffle(u0, u4, h4));
-    mk_store8(d + 5 * w, __builtin_shuffle(u1, u5, h4));
-    mk_store8(d + 6 * w, __builtin_shuffle(u2, u6, h4));
-    mk_store8(d + 7 * w, __builtin_shuffle(u3, u7, h4));
+    const mk_v8 t0 = __builtin_shuffle(r0, r1, mk_lo), t1 = __builtin_shuffle(r0, r1, mk_hi),
+                t2 = __builtin_shuffle(r2, r3, mk_lo), t3 = __builtin_shuffle(r2, r3, mk_hi),
+                t4 = __builtin_shuffle(r4, r5, mk_lo), t5 = __builtin_shuffle(r4, r5, mk_hi),
+                t6 = __builtin_shuffle(r6, r7, mk_lo), t7 = __builtin_shuffle(r6, r7, mk_hi);
+    const mk_v8 u0 = __builtin_shuffle(t0, t2, mk_l2), u1 = __builtin_shuffle(t0, t2, mk_h2),
+                u2 = __builtin_shuffle(t1, t3, mk_l2), u3 = __builtin_shuffle(t1, t3, mk_h2),
+                u4 = __builtin_shuffle(t4, t6, mk_l2), u5 = __builtin_shuffle(t4, t6, mk_h2),
+                u6 = __builtin_shuffle(t5, t7, mk_l2), u7 = __builtin_shuffle(t5, t7, mk_h2);
+    mk_store8(d + 0 * w, __builtin_shuffle(u0, u4, mk_l4));
+    mk_store8(d + 1 * w, __builtin_shuffle(u1, u5, mk_l4));
+    mk_store8(d + 2 * w, __builtin_shuffle(u2, u6, mk_l4));
+    mk_store8(d + 3 * w, __builtin_shuffle(u3, u7, mk_l4));
+    mk_store8(d + 4 * w, __builtin_shuffle(u0, u4, mk_h4));
+    mk_store8(d + 5 * w, __builtin_shuffle(u1, u5, mk_h4));
+    mk_store8(d + 6 * w, __builtin_shuffle(u2, u6, mk_h4));
+    mk_store8(d + 7 * w, __builtin_shuffle(u3, u7, mk_h4));
 }
 
 /* 4 lines x 8 k: line l is p[l][0..8); stores the 32 floats d[k*4 + l], k < 8, l < 4:
@@ -205,20 +210,17 @@ static inline void mk_transpose8(const float *const p[8], float *d, int64_t w)
  * overlapping stores (half the shuffles of mk_transpose8 on 4 real and 4 zero lines). */
 static inline void mk_transpose4x8(const float *const p[4], float *d)
 {
-    const mk_v8i lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
-    const mk_v8i l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
-    const mk_v8i l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
     const mk_v8 r0 = mk_load8(p[0]), r1 = mk_load8(p[1]), r2 = mk_load8(p[2]),
                 r3 = mk_load8(p[3]);
-    const mk_v8 t0 = __builtin_shuffle(r0, r1, lo), t1 = __builtin_shuffle(r0, r1, hi),
-                t2 = __builtin_shuffle(r2, r3, lo), t3 = __builtin_shuffle(r2, r3, hi);
+    const mk_v8 t0 = __builtin_shuffle(r0, r1, mk_lo), t1 = __builtin_shuffle(r0, r1, mk_hi),
+                t2 = __builtin_shuffle(r2, r3, mk_lo), t3 = __builtin_shuffle(r2, r3, mk_hi);
     /* u0 holds k = 0 and 4 (4 lines each), u1 k = 1 and 5, u2 k = 2 and 6, u3 k = 3 and 7 */
-    const mk_v8 u0 = __builtin_shuffle(t0, t2, l2), u1 = __builtin_shuffle(t0, t2, h2),
-                u2 = __builtin_shuffle(t1, t3, l2), u3 = __builtin_shuffle(t1, t3, h2);
-    mk_store8(d + 0, __builtin_shuffle(u0, u1, l4));
-    mk_store8(d + 8, __builtin_shuffle(u2, u3, l4));
-    mk_store8(d + 16, __builtin_shuffle(u0, u1, h4));
-    mk_store8(d + 24, __builtin_shuffle(u2, u3, h4));
+    const mk_v8 u0 = __builtin_shuffle(t0, t2, mk_l2), u1 = __builtin_shuffle(t0, t2, mk_h2),
+                u2 = __builtin_shuffle(t1, t3, mk_l2), u3 = __builtin_shuffle(t1, t3, mk_h2);
+    mk_store8(d + 0, __builtin_shuffle(u0, u1, mk_l4));
+    mk_store8(d + 8, __builtin_shuffle(u2, u3, mk_l4));
+    mk_store8(d + 16, __builtin_shuffle(u0, u1, mk_h4));
+    mk_store8(d + 24, __builtin_shuffle(u2, u3, mk_h4));
 }
 
 /* One micro-panel that mk_pack_block does not copy (its full panels with s_l == 1 are
@@ -317,17 +319,17 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
 }
 
 
-/* This thread's contiguous share [lo, hi) of `units` work units inside an OpenMP
+/* This thread's contiguous share [mk_lo, mk_hi) of `units` work units inside an OpenMP
  * team (all of them outside one); returns the thread number. */
-static int mk_my_share(int64_t units, int64_t *lo, int64_t *hi)
+static int mk_my_share(int64_t units, int64_t *mk_lo, int64_t *mk_hi)
 {
 #ifdef _OPENMP
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
 #else
     const int t = 0, nt = 1;
 #endif
-    *lo = units * t / nt;
-    *hi = units * (t + 1) / nt;
+    *mk_lo = units * t / nt;
+    *mk_hi = units * (t + 1) / nt;
     return t;
 }
 
@@ -375,16 +377,14 @@ static inline void mk_dot8(int64_t k, const float *a, int64_t rs_a, const float 
             s[r] += mk_load8(a + r * rs_a + p) * xv;
     }
     const mk_v8i ev = {0, 8, 2, 10, 4, 12, 6, 14}, od = {1, 9, 3, 11, 5, 13, 7, 15};
-    const mk_v8i l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
-    const mk_v8i l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
     mk_v8 t[4], u[2];
     for (int q = 0; q < 4; ++q)             /* pairs of lanes: rows 2q, 2q+1 interleaved */
         t[q] = __builtin_shuffle(s[2 * q], s[2 * q + 1], ev)
              + __builtin_shuffle(s[2 * q], s[2 * q + 1], od);
     for (int q = 0; q < 2; ++q)             /* quads: rows 4q..4q+3, halves apart */
-        u[q] = __builtin_shuffle(t[2 * q], t[2 * q + 1], l2)
-             + __builtin_shuffle(t[2 * q], t[2 * q + 1], h2);
-    mk_v8 v = __builtin_shuffle(u[0], u[1], l4) + __builtin_shuffle(u[0], u[1], h4);
+        u[q] = __builtin_shuffle(t[2 * q], t[2 * q + 1], mk_l2)
+             + __builtin_shuffle(t[2 * q], t[2 * q + 1], mk_h2);
+    mk_v8 v = __builtin_shuffle(u[0], u[1], mk_l4) + __builtin_shuffle(u[0], u[1], mk_h4);
     for (int r = 0; r < 8; ++r) {
         float sum = v[r];
         for (int64_t q = p; q < k; ++q)
@@ -567,17 +567,17 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
 
 #pragma omp parallel num_threads(nthreads) if (nthreads > 1)
     {
-        int64_t lo, hi;
-        const int t = mk_my_share(units, &lo, &hi);
+        int64_t mk_lo, mk_hi;
+        const int t = mk_my_share(units, &mk_lo, &mk_hi);
         float *mine = ws + per_thread * (size_t)t;
         if (split_n) {
-            const int64_t j0 = lo * nr, j1 = mk_min(n, hi * nr);
+            const int64_t j0 = mk_lo * nr, j1 = mk_min(n, mk_hi * nr);
             if (j1 > j0)
                 mk_loops(uk, m, j1 - j0, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a,
                          b + j0 * cs_b, rs_b, cs_b, beta, c + j0 * cs_c, rs_c, cs_c,
                          mine, mine + a_floats, mine + a_floats + b_floats);
         } else {
-            const int64_t i0 = lo * mr, i1 = mk_min(m, hi * mr);
+            const int64_t i0 = mk_lo * mr, i1 = mk_min(m, mk_hi * mr);
             if (i1 > i0)
                 mk_loops(uk, i1 - i0, n, k, mc_blk, nc_blk, kc_blk, alpha, a + i0 * rs_a, rs_a,
                          cs_a, b, rs_b, cs_b, beta, c + i0 * rs_c, rs_c, cs_c,
