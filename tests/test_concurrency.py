@@ -102,6 +102,28 @@ WORKER = textwrap.dedent("""
 """)
 
 
+def _in_threads(n: int, fn, timeout: float | None = None) -> dict:
+    """Run fn(i) for i < n, each in its own thread, released together by a barrier;
+    returns {i: fn's result, or the exception it raised} (threads still running after
+    ``timeout`` seconds are missing from it)."""
+    barrier = threading.Barrier(n)
+    out: dict[int, object] = {}
+
+    def work(i):
+        try:
+            barrier.wait()
+            out[i] = fn(i)
+        except BaseException as exc:
+            out[i] = exc
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    return out
+
+
 def _worker_script(tmp: pathlib.Path) -> pathlib.Path:
     path = tmp / "worker.py"
     path.write_text(WORKER.format(tests_dir=str(pathlib.Path(__file__).parent)))
@@ -156,30 +178,23 @@ def test_eight_processes_one_build(tmp_path):
 # -- 8 threads ------------------------------------------------------------------------------
 
 THREADS = textwrap.dedent("""
-    import json, sys, threading
+    import json, sys
     import numpy as np
     import microkernel as mk
     from microkernel import build
     sys.path.insert(0, {tests_dir!r})
-    from test_concurrency import _check_gemms
+    from test_concurrency import _check_gemms, _in_threads
     name, nthreads = sys.argv[1], int(sys.argv[2])
     mk.probe()                       # may build the probe (source tree): not counted
     before = build.BUILD_COUNT[0]
-    barrier = threading.Barrier(nthreads)
     modules, bad = {{}}, []
     def work(i):
-        try:
-            barrier.wait()
-            kern = mk.get_kernel(name)   # all at once: compile (one of us) or load
-            modules[i] = kern.module.__name__
-            bad.extend(_check_gemms(kern, np.random.default_rng(i), threads=1 + i % 2))
-        except BaseException as exc:
-            bad.append(f"thread {{i}}: {{type(exc).__name__}}: {{exc}}")
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(nthreads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+        kern = mk.get_kernel(name)   # all at once: compile (one of us) or load
+        modules[i] = kern.module.__name__
+        return _check_gemms(kern, np.random.default_rng(i), threads=1 + i % 2)
+    for i, res in _in_threads(nthreads, work).items():
+        bad.extend([f"thread {{i}}: {{type(res).__name__}}: {{res}}"]
+                   if isinstance(res, BaseException) else res)
     print("RESULT " + json.dumps({{"builds": build.BUILD_COUNT[0] - before,
                                   "modules": sorted(set(modules.values())), "bad": bad}}))
 """)
@@ -306,28 +321,18 @@ def test_damaged_cache_entry_is_rebuilt(tmp_path, pristine, how):
 def test_gemm_from_many_threads_is_right():
     names = mk.kernels()
     kernels = [mk.get_kernel(n) for n in names]
-    barrier = threading.Barrier(NTHREADS)
-    out: dict[int, object] = {}
 
     def work(i):
-        try:
-            rng = np.random.default_rng(100 + i)
-            kern = kernels[i % len(kernels)]
-            barrier.wait()
-            bad = []
-            for rep in range(6):
-                shapes = [(int(rng.integers(0, 90)), int(rng.integers(0, 90)),
-                           int(rng.integers(0, 300))) for _ in range(3)] + [(160, 150, 200)]
-                bad += _check_gemms(kern, rng, shapes=shapes, threads=1 + (i + rep) % 2)
-            out[i] = bad
-        except BaseException as exc:
-            out[i] = exc
+        rng = np.random.default_rng(100 + i)
+        kern = kernels[i % len(kernels)]
+        bad = []
+        for rep in range(6):
+            shapes = [(int(rng.integers(0, 90)), int(rng.integers(0, 90)),
+                       int(rng.integers(0, 300))) for _ in range(3)] + [(160, 150, 200)]
+            bad += _check_gemms(kern, rng, shapes=shapes, threads=1 + (i + rep) % 2)
+        return bad
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(NTHREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(600)
+    out = _in_threads(NTHREADS, work, timeout=600)
     assert len(out) == NTHREADS
     errors = [v for v in out.values() if isinstance(v, BaseException)]
     assert not errors, errors
@@ -342,20 +347,10 @@ def test_shared_inputs_distinct_outputs_across_threads():
     A = rng.uniform(-1, 1, (203, 171)).astype(np.float32)
     B = rng.uniform(-1, 1, (171, 157)).astype(np.float32)
     want = mk.gemm(A, B, kernel=kern)
-    barrier = threading.Barrier(NTHREADS)
-    got: dict[int, object] = {}
 
     def work(i):
-        try:
-            barrier.wait()
-            Cs = [mk.gemm(A, B, kernel=kern) for _ in range(5)]
-            got[i] = all(np.array_equal(C, want) for C in Cs)
-        except BaseException as exc:
-            got[i] = exc
+        Cs = [mk.gemm(A, B, kernel=kern) for _ in range(5)]
+        return all(np.array_equal(C, want) for C in Cs)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(NTHREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
+    got = _in_threads(NTHREADS, work, timeout=300)
     assert got == {i: True for i in range(NTHREADS)}, got
