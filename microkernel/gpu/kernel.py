@@ -345,6 +345,42 @@ def _build(tile: GpuTile, sim: bool):
     ZERO, ONE, TWO = u(0), u(1), u(2)
     ALIGN = None if sim else 16     # the simulator rejects alignment=
 
+    # Staging: element e of the BM x BK A tile is row e//BK, column e%BK (consecutive
+    # threads read consecutive k of one row of A); of the BK x BN B tile, row e//BN,
+    # column e%BN (coalesced). Outside A or B the tile is zero-filled, so the inner
+    # loop needs no edge test. Thread tid loads elements e = tid + p*threads.
+    def a_elem(A, M, K, row0, k0, e):
+        """Element e of the A tile at k block k0 (0 outside A)."""
+        m = e // uBK
+        kk = k0 + e % uBK
+        v = float32(0.0)
+        if row0 + m < M and kk < K:
+            v = A[row0 + m, kk]
+        return v
+
+    def b_elem(B, N, K, col0, k0, e):
+        """Element e of the B tile at k block k0 (0 outside B)."""
+        kk = k0 + e // uBN
+        n = e % uBN
+        v = float32(0.0)
+        if col0 + n < N and kk < K:
+            v = B[kk, col0 + n]
+        return v
+
+    def stage(As, Bs, buf, A, B, M, N, K, row0, col0, tid, k0):
+        """Store this thread's share of the A (transposed) and B tiles at k block
+        k0 into shared buffer ``buf``."""
+        for p in range(uA_PER):
+            e = tid + p * uNT
+            As[buf, e % uBK, e // uBK] = a_elem(A, M, K, row0, k0, e)
+        for p in range(uB_PER):
+            e = tid + p * uNT
+            Bs[buf, e // uBN, e % uBN] = b_elem(B, N, K, col0, k0, e)
+
+    a_elem = cuda.jit(device=True)(a_elem)
+    b_elem = cuda.jit(device=True)(b_elem)
+    stage = cuda.jit(device=True)(stage)
+
     def sgemm(A, B, C, alpha, beta):
         M = uint32(C.shape[0])
         N = uint32(C.shape[1])
@@ -372,27 +408,8 @@ def _build(tile: GpuTile, sim: bool):
         if alpha == 0:
             nk = ZERO                                 # alpha == 0: A, B are not read
 
-        # Staging: element e = tid + p*threads of the BM x BK A tile is row e//BK,
-        # column e%BK (consecutive threads read consecutive k of one row of A);
-        # of the BK x BN B tile, row e//BN, column e%BN (coalesced). Outside A or
-        # B the tile is zero-filled, so the inner loop needs no edge test.
         if STAGES == 2 and nk > ZERO:
-            for p in range(uA_PER):
-                e = tid + p * uNT
-                m = e // uBK
-                kk = e % uBK
-                v = float32(0.0)
-                if row0 + m < M and kk < K:
-                    v = A[row0 + m, kk]
-                As[ZERO, kk, m] = v
-            for p in range(uB_PER):
-                e = tid + p * uNT
-                kk = e // uBN
-                n = e % uBN
-                v = float32(0.0)
-                if col0 + n < N and kk < K:
-                    v = B[kk, col0 + n]
-                Bs[ZERO, kk, n] = v
+            stage(As, Bs, ZERO, A, B, M, N, K, row0, col0, tid, ZERO)
         cuda.syncthreads()
 
         for kt in range(nk):
@@ -400,42 +417,14 @@ def _build(tile: GpuTile, sim: bool):
                 cur = kt & ONE
                 k0 = (kt + ONE) * uBK                 # the k block loaded ahead
                 ahead = kt + ONE < nk
-                if ahead:
+                if ahead:                             # into registers, for now
                     for p in range(uA_PER):
-                        e = tid + p * uNT
-                        m = e // uBK
-                        kk = k0 + e % uBK
-                        v = float32(0.0)
-                        if row0 + m < M and kk < K:
-                            v = A[row0 + m, kk]
-                        nextA[p] = v
+                        nextA[p] = a_elem(A, M, K, row0, k0, tid + p * uNT)
                     for p in range(uB_PER):
-                        e = tid + p * uNT
-                        kk = k0 + e // uBN
-                        n = e % uBN
-                        v = float32(0.0)
-                        if col0 + n < N and kk < K:
-                            v = B[kk, col0 + n]
-                        nextB[p] = v
+                        nextB[p] = b_elem(B, N, K, col0, k0, tid + p * uNT)
             else:
                 cur = ZERO
-                k0 = kt * uBK
-                for p in range(uA_PER):
-                    e = tid + p * uNT
-                    m = e // uBK
-                    kk = e % uBK
-                    v = float32(0.0)
-                    if row0 + m < M and k0 + kk < K:
-                        v = A[row0 + m, k0 + kk]
-                    As[ZERO, kk, m] = v
-                for p in range(uB_PER):
-                    e = tid + p * uNT
-                    kk = e // uBN
-                    n = e % uBN
-                    v = float32(0.0)
-                    if col0 + n < N and k0 + kk < K:
-                        v = B[k0 + kk, col0 + n]
-                    Bs[ZERO, kk, n] = v
+                stage(As, Bs, ZERO, A, B, M, N, K, row0, col0, tid, kt * uBK)
                 cuda.syncthreads()
 
             # ---- the micro-kernel: tile.reference_ukernel's loop, per thread ----
