@@ -52,7 +52,12 @@ def blocking_for(kernel) -> Blocking:
     return _BLOCKING[key]
 
 
+_F32 = np.dtype(np.float32)
+
+
 def _check_operand(name: str, x) -> None:
+    if type(x) is np.ndarray and x.dtype is _F32 and x.ndim == 2:
+        return  # the common case in a few attribute reads (a small call costs microseconds)
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
     if x.dtype != np.float32:
@@ -72,23 +77,45 @@ def _scalar(name: str, v) -> float:
 
 def _native(x: np.ndarray) -> bool:
     """True when the C driver can read x in place: 4-byte-aligned data, strides in
-    whole elements."""
-    if x.flags.aligned and x.flags.c_contiguous:
+    whole elements (numpy's ALIGNED flag, or the same test by hand: numpy may leave
+    the flag unset for a stride that never moves, of an axis of length 1)."""
+    if x.flags.aligned:
         return True
     return x.ctypes.data % 4 == 0 and all(s % 4 == 0 for s in x.strides)
 
 
 def _ptr(ffi, x: np.ndarray):
     """``float *`` to x's first element (the fast buffer path for contiguous arrays)."""
-    if x.flags.c_contiguous:
+    flags = x.flags
+    if flags.c_contiguous:
         return ffi.from_buffer("float[]", x)
-    if x.flags.f_contiguous:
+    if flags.f_contiguous:
         return ffi.from_buffer("float[]", x.T)
     return ffi.cast("float *", x.ctypes.data)
 
 
 _DEFAULT: dict = {}
 _CBLOCKING: dict = {}
+_PLANS: dict = {}  # id(kernel) -> (kernel, ffi, lib, model mk_blocking *); holding the
+                   # kernel keeps its id from being reused while the entry exists
+
+
+def _c_blocking(ffi, blk: Blocking):
+    """``mk_blocking *`` for blk in ffi's module (cdata types differ between modules)."""
+    key = (id(ffi), blk.kc, blk.mc, blk.nc)
+    cblk = _CBLOCKING.get(key)
+    if cblk is None:
+        cblk = _CBLOCKING[key] = ffi.new("mk_blocking *", (blk.kc, blk.mc, blk.nc))
+    return cblk
+
+
+def _plan(kern):
+    """(ffi, lib, model blocking as ``mk_blocking *``) for a loaded kernel, cached."""
+    plan = _PLANS.get(id(kern))
+    if plan is None:
+        ffi = kern.ffi
+        plan = _PLANS[id(kern)] = (kern, ffi, kern.lib, _c_blocking(ffi, blocking_for(kern)))
+    return plan[1:]
 
 
 def _kernel(kernel):
@@ -144,8 +171,10 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     """
     _check_operand("A", A)
     _check_operand("B", B)
-    alpha = _scalar("alpha", alpha)
-    beta = _scalar("beta", beta)
+    if type(alpha) is not float:
+        alpha = _scalar("alpha", alpha)
+    if type(beta) is not float:
+        beta = _scalar("beta", beta)
     m, k = A.shape
     k2, n = B.shape
     if k != k2:
@@ -169,17 +198,17 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
                                  f"from its inputs")
     if threads is None:
         threads = default_threads()
-    elif not isinstance(threads, numbers.Integral) or threads < 1:
+    elif type(threads) is not int and not isinstance(threads, numbers.Integral) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     if m == 0 or n == 0:
         return C
 
     kern = _kernel(kernel)
-    blk = blocking_for(kern)
+    ffi, lib, cblk = _plan(kern)
     if isinstance(blocking, dict):
-        blk = blk.replace(**blocking)
+        cblk = _c_blocking(ffi, blocking_for(kern).replace(**blocking))
     elif isinstance(blocking, Blocking):
-        blk = blocking
+        cblk = _c_blocking(ffi, blocking)
     elif blocking is not None:
         raise TypeError(f"blocking must be a Blocking or a dict, not {type(blocking).__name__}")
 
@@ -191,11 +220,6 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         B = np.ascontiguousarray(B)
     out = C if _native(C) else (np.array(C, order="C") if beta != 0.0 else np.empty((m, n), np.float32))
 
-    ffi, lib = kern.ffi, kern.lib
-    ckey = (id(ffi), blk.kc, blk.mc, blk.nc)  # per module: cdata types differ between modules
-    cblk = _CBLOCKING.get(ckey)
-    if cblk is None:
-        cblk = _CBLOCKING[ckey] = ffi.new("mk_blocking *", (blk.kc, blk.mc, blk.nc))
     sa, sb, sc = A.strides, B.strides, out.strides
     rc = lib.mk_gemm(m, n, k, alpha,
                      _ptr(ffi, A), sa[0] // 4, sa[1] // 4,
