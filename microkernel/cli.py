@@ -29,6 +29,19 @@ def _csv(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def _blocking_arg(text: str) -> dict[str, int]:
+    """``"kc=384,mc=96"`` -> ``{"kc": 384, "mc": 96}`` (any of kc, mc, nc)."""
+    out = {}
+    for part in _csv(text):
+        key, sep, val = part.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in ("kc", "mc", "nc") or not val.strip().lstrip("-").isdigit():
+            raise argparse.ArgumentTypeError(
+                f"expected kc=N,mc=N,nc=N (any of them, in elements), got {text!r}")
+        out[key] = int(val)
+    return out
+
+
 # -- probe ------------------------------------------------------------------------------
 
 def cmd_probe(args) -> int:
@@ -126,14 +139,21 @@ def cmd_validate(args) -> int:
 def cmd_bench(args) -> int:
     from . import bench
     from .dispatch import get_kernel, kernels
+    from .gemm import blocking_for
     from .workloads import load, square
     names = args.kernel or kernels()
     ks = [get_kernel(n) for n in names]
+    kern = ks[0]  # the kernel of the gemm() comparison
+    blk = blocking_for(kern)
+    if args.blocking:
+        blk = blk.replace(**args.blocking)  # ValueError (exit 2) for values < 1
     con = _console()
     best = get_kernel()  # the peak of this core: FMA chains of the best usable ISA
     peak = bench.measure_peak(best)
     result = {"peak_gflops": peak, "peak_isa": best.spec.isa, "numpy_blas": bench.numpy_blas_info(),
-              "l1": [], "gemm": []}
+              "l1": [], "gemm": [],
+              "gemm_blocking": {"kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
+                                "overridden": sorted(args.blocking or ())}}
     t = Table(title=f"micro-kernel in L1 (K={args.kc}); FMA peak {best.spec.isa}: {peak:.1f} GFLOP/s")
     for col in ("kernel", "GFLOP/s", "% of peak"):
         t.add_column(col, justify="right")
@@ -149,10 +169,10 @@ def cmd_bench(args) -> int:
     con.print(t)
     problems = square(args.sizes) if args.workload == "square" else load(args.workload)
     for threads in args.threads:
-        k = ks[0]
-        timings = bench.time_gemm_vs_numpy(k, problems, threads=threads, repeats=args.repeats)
-        t = Table(title=f"gemm() {k.name} vs numpy.matmul ({result['numpy_blas']}), "
-                        f"{threads} thread(s), medians of {args.repeats}")
+        timings = bench.time_gemm_vs_numpy(kern, problems, threads=threads, repeats=args.repeats,
+                                           blocking=blk)
+        t = Table(title=f"gemm() {kern.name} (KC={blk.kc} MC={blk.mc} NC={blk.nc}) vs numpy.matmul "
+                        f"({result['numpy_blas']}), {threads} thread(s), medians of {args.repeats}")
         for col in ("shape", "ours GFLOP/s", "numpy GFLOP/s", "ratio", "pair ratios q1-q3",
                     "% of peak x threads"):
             t.add_column(col, justify="right")
@@ -161,17 +181,15 @@ def cmd_bench(args) -> int:
             t.add_row(tm.label, f"{tm.ours_gflops:.1f}", f"{tm.numpy_gflops:.1f}", f"{tm.ratio:.2f}",
                       f"{q[0]:.2f}-{q[1]:.2f}" if q else "-",
                       f"{100 * tm.ours_gflops / (peak * threads):.0f}%")
-            result["gemm"].append({"kernel": k.name, "shape": tm.label, "threads": threads,
+            result["gemm"].append({"kernel": kern.name, "shape": tm.label, "threads": threads,
                                    "ours_gflops": tm.ours_gflops, "numpy_gflops": tm.numpy_gflops,
                                    "ratio": tm.ratio, "pair_ratios": list(tm.pair_ratios)})
         con.print(t)
         con.print(f"median ratio ours/numpy ({threads} thread(s)): "
                   f"{bench.median_ratio(timings):.2f}")
         # extra memory of a call: the calling thread's packing workspace, reused
-        from .gemm import blocking_for
-        blk = blocking_for(k)
-        ws = int(k.lib.mk_workspace_bytes())
-        bound = threads * 4 * (blk.mc * blk.kc + blk.kc * blk.nc + k.mr * k.nr + 48)
+        ws = int(kern.lib.mk_workspace_bytes())
+        bound = threads * 4 * (blk.mc * blk.kc + blk.kc * blk.nc + kern.mr * kern.nr + 48)
         con.print(f"packing workspace held after these calls: {ws / 2**20:.2f} MiB "
                   f"(bound {threads} x (MC*KC + KC*NC + MR*NR + 48) floats = {bound / 2**20:.2f} MiB)")
         result.setdefault("workspace_bytes", {})[str(threads)] = ws
@@ -223,6 +241,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_csv_ints, default=[1], help="e.g. 1,2")
     p.add_argument("--vs", default="numpy", choices=["numpy"], help="reference library")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--blocking", type=_blocking_arg, metavar="kc=N,mc=N,nc=N",
+                   help="override the model's gemm() blocking (any of KC, MC, NC; elements)")
     p.add_argument("--json", metavar="PATH", help="save results as JSON")
     p.set_defaults(func=cmd_bench)
 

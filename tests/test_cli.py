@@ -5,6 +5,7 @@ import pytest
 
 import microkernel as mk
 from microkernel.cli import main
+from microkernel.gemm import blocking_for
 
 
 def test_probe_json(capsys):
@@ -53,6 +54,23 @@ def test_bench_runs_and_saves(tmp_path):
     assert d["peak_gflops"] > 0 and d["l1"][0]["gflops"] > 0 and d["gemm"][0]["ratio"] > 0
     # one numpy/ours ratio per pair of alternating samples, for the q1-q3 column
     assert len(d["gemm"][0]["pair_ratios"]) == 4
+
+
+def test_bench_blocking_override(tmp_path, capsys):
+    out = tmp_path / "b.json"
+    # the first --kernel is the one gemm() runs; the L1 table has them all
+    assert main(["bench", "--kernel", "scalar_4x4", "--kernel", mk.kernels()[0], "--sizes", "40",
+                 "--repeats", "2", "--blocking", "kc=16,nc=12", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert len(d["l1"]) == 2 and d["gemm"][0]["kernel"] == "scalar_4x4"
+    model = blocking_for(mk.get_kernel("scalar_4x4"))
+    assert d["gemm_blocking"] == {"kc": 16, "mc": model.mc, "nc": 12, "overridden": ["kc", "nc"]}
+    assert "KC=16" in capsys.readouterr().out
+    assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "8", "--blocking", "mc=0"]) == 2
+    assert "mc must be a positive integer" in capsys.readouterr().err
+    for bad in ("kc", "kc=x", "xc=4", "kc=4;mc=8"):
+        with pytest.raises(SystemExit):
+            main(["bench", "--blocking", bad])
 
 
 def test_bad_usage_exits_nonzero():
