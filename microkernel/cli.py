@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from rich.console import Console
@@ -29,16 +30,21 @@ def _csv(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+_BLOCKING_ITEM = re.compile(r"(kc|mc|nc)=\+?([0-9]+)", re.ASCII)
+
+
 def _blocking_arg(text: str) -> dict[str, int]:
-    """``"kc=384,mc=96"`` -> ``{"kc": 384, "mc": 96}`` (any of kc, mc, nc)."""
+    """``"kc=384,mc=96"`` -> ``{"kc": 384, "mc": 96}`` (any of kc, mc, nc, each once)."""
     out = {}
     for part in _csv(text):
-        key, sep, val = part.partition("=")
-        key = key.strip().lower()
-        if not sep or key not in ("kc", "mc", "nc") or not val.strip().lstrip("-").isdigit():
-            raise argparse.ArgumentTypeError(
-                f"expected kc=N,mc=N,nc=N (any of them, in elements), got {text!r}")
-        out[key] = int(val)
+        item = _BLOCKING_ITEM.fullmatch(part.replace(" ", "").lower())
+        if not item or item[1] in out:
+            out = {}
+            break
+        out[item[1]] = int(item[2])
+    if not out:
+        raise argparse.ArgumentTypeError(
+            f"expected kc=N,mc=N,nc=N (any of them, each once, in elements), got {text!r}")
     return out
 
 

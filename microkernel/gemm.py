@@ -77,8 +77,9 @@ def _scalar(name: str, v) -> float:
 
 def _native(x: np.ndarray) -> bool:
     """True when the C driver can read x in place: 4-byte-aligned data, strides in
-    whole elements (numpy's ALIGNED flag, or the same test by hand: numpy may leave
-    the flag unset for a stride that never moves, of an axis of length 1)."""
+    whole elements. numpy's ALIGNED flag checks both but ignores the stride of an
+    axis of length 1 (never multiplied by a non-zero index, so its truncation to
+    elements is harmless); the test by hand covers arrays without the flag."""
     if x.flags.aligned:
         return True
     return x.ctypes.data % 4 == 0 and all(s % 4 == 0 for s in x.strides)

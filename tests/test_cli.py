@@ -56,7 +56,15 @@ def test_bench_runs_and_saves(tmp_path):
     assert len(d["gemm"][0]["pair_ratios"]) == 4
 
 
-def test_bench_blocking_override(tmp_path, capsys):
+def test_bench_blocking_override(tmp_path, capsys, monkeypatch):
+    from microkernel import bench
+    seen = []
+    real = bench.time_gemm_vs_numpy
+
+    def spy(*args, **kw):  # the real timing, recording the blocking it was given
+        seen.append(kw.get("blocking"))
+        return real(*args, **kw)
+    monkeypatch.setattr(bench, "time_gemm_vs_numpy", spy)
     out = tmp_path / "b.json"
     # the first --kernel is the one gemm() runs; the L1 table has them all
     assert main(["bench", "--kernel", "scalar_4x4", "--kernel", mk.kernels()[0], "--sizes", "40",
@@ -65,10 +73,11 @@ def test_bench_blocking_override(tmp_path, capsys):
     assert len(d["l1"]) == 2 and d["gemm"][0]["kernel"] == "scalar_4x4"
     model = blocking_for(mk.get_kernel("scalar_4x4"))
     assert d["gemm_blocking"] == {"kc": 16, "mc": model.mc, "nc": 12, "overridden": ["kc", "nc"]}
+    assert [(b.kc, b.mc, b.nc) for b in seen] == [(16, model.mc, 12)]
     assert "KC=16" in capsys.readouterr().out
     assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "8", "--blocking", "mc=0"]) == 2
     assert "mc must be a positive integer" in capsys.readouterr().err
-    for bad in ("kc", "kc=x", "xc=4", "kc=4;mc=8"):
+    for bad in ("kc", "kc=x", "xc=4", "kc=4;mc=8", "", ",", "kc=4,kc=8", "kc=-4", "kc=--5"):
         with pytest.raises(SystemExit):
             main(["bench", "--blocking", bad])
 
