@@ -68,8 +68,7 @@ def _check_operand(name: str, x) -> None:
 
 
 def _scalar(name: str, v) -> float:
-    if type(v) is float:  # the common case, without the numbers.Real ABC check
-        return v
+    """v as a float (gemm() calls this only when v is not already one)."""
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
     return float(v)
