@@ -9,6 +9,8 @@
 #             vectors per row, whose edge entry point this AMD machine cannot run, and on
 #             avx512_8x16 (one vector per row, no edge entry point) as the baseline; then
 #             squares at one thread for each, alternated against numpy)
+#             bash bench/device_cpu.sh ab     (gemm()'s AVX-512 default: candidate tiles
+#             validated, then interleaved round by round with numpy, bench/kernel_ab.py)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 if [ -d .whl ]; then
@@ -30,16 +32,32 @@ if [ "${1:-}" = tiles ]; then
   } 2>&1 | tee "$OUT/device_tiles.log"
   exit 0
 fi
+if [ "${1:-}" = ab ]; then
+  # choose gemm()'s AVX-512 default: candidates interleaved round by round with numpy
+  AB="avx512_8x16 avx512_8x16_u4 avx512_6x32 avx512_6x32_u4 avx512_8x32_u4 avx512_12x32 avx512_14x32 avx512_6x48 avx512_6x64"
+  {
+    run lscpu
+    run python3 -m microkernel.cli probe
+    for k in $AB; do run python3 -m microkernel.cli validate --kernel $k; done
+    run taskset -c 2 python3 bench/kernel_ab.py --kernels "${AB// /,}" --sizes 512,1024,2048 \
+        --rounds 15 --json "$OUT/xeon_ab_square_1t.json"
+    run taskset -c 2 python3 bench/kernel_ab.py --kernels "${AB// /,}" --sizes "" \
+        --workload deepbench --rounds 7 --json "$OUT/xeon_ab_deepbench_1t.json"
+    run taskset -c 2,3 python3 bench/kernel_ab.py --kernels "${AB// /,}" --sizes 512,1024,2048 \
+        --threads 2 --rounds 7 --json "$OUT/xeon_ab_square_2t.json"
+  } 2>&1 | tee "$OUT/device_ab.log"
+  exit 0
+fi
 if [ "${1:-}" = gemm ]; then
   {
     run lscpu
     run python3 -m microkernel.cli probe
     run python3 -m pytest -q -p no:cacheprovider tests/test_gemm.py tests/test_build.py
-    for k in avx512_8x16 avx512_13x32; do
+    for k in avx512_8x32_u4 avx512_8x16; do   # the AVX-512 default, then the 8x16 tile
       run taskset -c 2,3 python3 -m microkernel.cli bench --kernel $k --vs numpy \
           --sizes 512,1024,2048 --threads 1,2 --repeats 7 --json "$OUT/xeon_gemm_square_$k.json"
     done
-    run taskset -c 2,3 python3 -m microkernel.cli bench --kernel avx512_8x16 --vs numpy \
+    run taskset -c 2,3 python3 -m microkernel.cli bench --vs numpy \
         --workload deepbench --threads 1,2 --repeats 5 --json "$OUT/xeon_gemm_deepbench.json"
   } 2>&1 | tee "$OUT/device_gemm.log"
   exit 0
