@@ -28,6 +28,7 @@ import microkernel as mk
 from microkernel import workloads
 from microkernel.bench import numpy_blas_info
 from microkernel.cli import _blocking_arg
+from microkernel.gemm import blocking_for
 
 
 def quartiles(xs):
@@ -51,7 +52,15 @@ def main():
     contenders = []  # (label, kernel, blocking override or None)
     for item in args.kernels.split(sep):
         name, _, blk = item.strip().partition(":")
-        contenders.append((item.strip(), mk.get_kernel(name), _blocking_arg(blk) if blk else None))
+        try:
+            kern = mk.get_kernel(name)
+            override = _blocking_arg(blk) if blk else None
+            if override:
+                blocking_for(kern).replace(**override)  # values < 1 fail here, not mid-run
+            contenders.append((item.strip(), kern, override))
+        except (argparse.ArgumentTypeError, ValueError, mk.TileError,
+                mk.IsaUnavailableError) as exc:
+            ap.error(f"--kernels {item.strip()!r}: {exc}")
     problems = workloads.square([int(n) for n in args.sizes.split(",") if n])
     if args.workload:
         problems += workloads.load(args.workload)
