@@ -96,6 +96,8 @@ def _ptr(ffi, x: np.ndarray):
 
 _DEFAULT: dict = {}
 _CBLOCKING: dict = {}
+_OVERRIDES: dict = {}  # (id(kernel), dict items) -> mk_blocking *; the kernel stays
+                      # alive in _PLANS, so its id is not reused
 _PLANS: dict = {}  # id(kernel) -> (kernel, ffi, lib, model mk_blocking *); holding the
                    # kernel keeps its id from being reused while the entry exists
 
@@ -106,6 +108,23 @@ def _c_blocking(ffi, blk: Blocking):
     cblk = _CBLOCKING.get(key)
     if cblk is None:
         cblk = _CBLOCKING[key] = ffi.new("mk_blocking *", (blk.kc, blk.mc, blk.nc))
+    return cblk
+
+
+def _override(kern, ffi, blocking: dict):
+    """``mk_blocking *`` for the model's blocking with ``blocking`` (a dict) applied,
+    cached per kernel and dict contents (a call with an override then costs a lookup,
+    not a Blocking.replace); values of an unhashable type go to replace(), which names
+    them."""
+    try:
+        key = (id(kern), tuple((name, type(v), v) for name, v in blocking.items()))
+        cblk = _OVERRIDES.get(key)
+    except TypeError:
+        key = cblk = None
+    if cblk is None:
+        cblk = _c_blocking(ffi, blocking_for(kern).replace(**blocking))
+        if key is not None:
+            _OVERRIDES[key] = cblk
     return cblk
 
 
@@ -206,7 +225,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     kern = _kernel(kernel)
     ffi, lib, cblk = _plan(kern)
     if isinstance(blocking, dict):
-        cblk = _c_blocking(ffi, blocking_for(kern).replace(**blocking))
+        cblk = _override(kern, ffi, blocking)
     elif isinstance(blocking, Blocking):
         cblk = _c_blocking(ffi, blocking)
     elif blocking is not None:

@@ -16,6 +16,7 @@ import resource
 import threading
 
 import numpy as np
+import pytest
 
 import microkernel as mk
 from microkernel import validate
@@ -179,3 +180,35 @@ def test_exited_threads_free_their_workspaces():
     if heap_before is not None:
         assert heap_after - heap_before <= MIB, "thread workspaces were not freed"
     assert after - before <= 8 * MIB, f"RSS grew by {(after - before) / MIB:.2f} MiB"
+
+
+def test_blocking_overrides_reach_the_driver_each_call():
+    """gemm(blocking=dict) caches the C blocking per kernel and dict contents: a second
+    call with the same dict after a different one gets its own KC/MC/NC back (seen in
+    the size of the packing workspace of a fresh thread), and 16.0 is not taken for a
+    cached 16."""
+    kern = mk.get_kernel(mk.kernels()[0])
+    rng = np.random.default_rng(3)
+    A, B, C, C0, alpha, beta, threads = _operands((200, 200, 200, 1.0, 0.0, "c", 1), rng)
+    small = {"kc": 16, "mc": 2 * kern.mr, "nc": kern.nr}
+    large = {"kc": 64, "mc": 8 * kern.mr, "nc": 4 * kern.nr}
+
+    def workspace_after(blocking):
+        got = []
+
+        def run():
+            mk.gemm(A, B, C, kernel=kern, threads=1, blocking=blocking)
+            got.append(kern.lib.mk_workspace_bytes())
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+        return got[0]
+
+    ws_small, ws_large, ws_again = (workspace_after(small), workspace_after(large),
+                                    workspace_after(dict(small)))
+    assert ws_small < ws_large and ws_again == ws_small
+    ref, bound = validate.reference(A, B, C0, alpha, beta)
+    assert validate.check(C, ref, bound)[0]
+    with pytest.raises(ValueError, match="kc must be a positive integer"):
+        mk.gemm(A, B, C, kernel=kern, blocking={**small, "kc": 16.0})
