@@ -1,20 +1,27 @@
 """Round-robin A/B of several kernels' gemm() and numpy.matmul in one process: each round
-times every contender once per shape, in turn, so that a slow spell of a shared machine
-hits all of them; the ratio of each kernel to numpy is taken per round (adjacent
-samples) and the median of the rounds is reported, with its first and third quartiles.
+times every contender once per shape, in turn (the order rotates from round to round),
+so that a slow spell of a shared machine hits all of them; the ratio of each kernel to
+numpy is taken per round and the median of the rounds is reported, with its first and
+third quartiles.
 
 Use it to choose a default tile for gemm() on a machine (`microkernel sweep` ranks tiles
 one after the other, which a machine whose clock moves within the hour cannot rank).
 
-    python bench/kernel_ab.py --kernels avx512_8x16,avx512_6x32 --sizes 512,1024,2048 \
+    python bench/kernel_ab.py --kernels avx512_8x16,avx512_6x32 --sizes 512,1024,2048 \\
         --rounds 15 [--workload deepbench] [--threads 1] [--json out.json]
 
 A contender may carry a blocking override after a colon, as in `microkernel bench
 --blocking`: `--kernels "avx512_8x32_u4;avx512_8x32_u4:kc=256,mc=192"` (separate
 contenders with ';' when any has a blocking; the model's value fills what is left out).
+Every contender gets its KC/MC/NC as a resolved Blocking, so all take the same path
+through gemm(). Each contender's result is checked once per shape against a float64
+reference (microkernel.validate's error bound) before any timing.
 
-Output: per shape and kernel, the median GFLOP/s (2*m*n*k flops / seconds) and the
-median per-round ratio numpy time / our time (> 1: gemm() is faster).
+Output: per shape and contender, the median GFLOP/s (2*m*n*k flops / seconds) and the
+median per-round ratio numpy time / our time (> 1: gemm() is faster); then per
+contender the median of those ratios over all shapes and over the shapes with
+min(m, n) >= 16 (n = 1 shapes take the driver's GEMV path, not the tile). The JSON keeps
+every sample.
 """
 import argparse
 import json
@@ -25,15 +32,46 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import microkernel as mk
-from microkernel import workloads
+from microkernel import validate, workloads
 from microkernel.bench import numpy_blas_info
 from microkernel.cli import _blocking_arg
 from microkernel.gemm import blocking_for
 
 
 def quartiles(xs):
+    """(q1, median, q3) of xs (all three equal for a single value)."""
     q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
     return q[0], statistics.median(xs), q[2]
+
+
+def positive_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def parse_contenders(ap, text):
+    """[(label, kernel, Blocking)] from --kernels; a bad item is a usage error."""
+    sep = ";" if ";" in text or ":" in text else ","
+    out = []
+    for item in (s.strip() for s in text.split(sep)):
+        name, _, blk = item.partition(":")
+        try:
+            kern = mk.get_kernel(name)
+            override = _blocking_arg(blk) if blk else {}
+            blocking = blocking_for(kern).replace(**override)
+        except (argparse.ArgumentTypeError, ValueError, mk.TileError,
+                mk.IsaUnavailableError) as exc:
+            hint = " (separate contenders with ';' when one has a blocking)" if "," in name else ""
+            ap.error(f"--kernels {item!r}: {exc}{hint}")
+        if item in [label for label, _, _ in out]:
+            ap.error(f"--kernels: {item!r} given twice")
+        out.append((item, kern, blocking))
+    return out
 
 
 def main():
@@ -41,75 +79,85 @@ def main():
     ap.add_argument("--kernels", required=True,
                     help="tile names, comma-separated (or ';'-separated, each NAME[:kc=N,mc=N,nc=N])")
     ap.add_argument("--sizes", default="512,1024,2048", help="square n, comma-separated ('' for none)")
-    ap.add_argument("--workload", default=None, help="also a shipped workload (deepbench)")
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--workload", default=None,
+                    help="also a shipped workload (deepbench, square or minilm)")
+    ap.add_argument("--rounds", type=positive_int, default=15)
+    ap.add_argument("--threads", type=positive_int, default=1)
     ap.add_argument("--min-seconds", type=float, default=0.03,
                     help="each sample repeats the call to last at least this long (s)")
-    ap.add_argument("--json")
+    ap.add_argument("--json", type=argparse.FileType("w"), help="write every sample here")
     args = ap.parse_args()
-    sep = ";" if ";" in args.kernels or ":" in args.kernels else ","
-    contenders = []  # (label, kernel, blocking override or None)
-    for item in args.kernels.split(sep):
-        name, _, blk = item.strip().partition(":")
-        try:
-            kern = mk.get_kernel(name)
-            override = _blocking_arg(blk) if blk else None
-            if override:
-                blocking_for(kern).replace(**override)  # values < 1 fail here, not mid-run
-            contenders.append((item.strip(), kern, override))
-        except (argparse.ArgumentTypeError, ValueError, mk.TileError,
-                mk.IsaUnavailableError) as exc:
-            ap.error(f"--kernels {item.strip()!r}: {exc}")
-    problems = workloads.square([int(n) for n in args.sizes.split(",") if n])
-    if args.workload:
-        problems += workloads.load(args.workload)
+    contenders = parse_contenders(ap, args.kernels)
+    try:
+        problems = workloads.square([positive_int(n) for n in args.sizes.split(",") if n.strip()])
+        if args.workload:
+            problems += workloads.load(args.workload)
+    except (argparse.ArgumentTypeError, ValueError, KeyError) as exc:
+        ap.error(f"--sizes/--workload: {exc}")
+    if not problems:
+        ap.error("no shapes: give --sizes or --workload")
+
     rng = np.random.default_rng(0)
     pause = 0.3 if args.threads > 1 else 0.0   # let spinning BLAS/OpenMP workers sleep
+    width = max(len(label) for label, _, _ in contenders)
     print(f"numpy: {numpy_blas_info()}; {args.threads} thread(s); {args.rounds} rounds")
     rows = []
     with threadpool_limits(limits=args.threads, user_api="blas"):
         for p in problems:
             A, B = p.operands(rng)
             C = np.empty((p.m, p.n), np.float32)
+            ref, bound = validate.reference(A, B, C, 1.0, 0.0)
             calls = {"numpy": lambda: np.matmul(A, B, out=C)}
             for label, k, blk in contenders:
                 calls[label] = (lambda k=k, blk=blk: mk.gemm(A, B, C, kernel=k, threads=args.threads,
                                                               blocking=blk))
             inner = {}
             for name, f in calls.items():
+                C.fill(np.nan)
                 f()
+                ok, err, _, detail = validate.check(C, ref, bound)
+                if not ok:
+                    raise SystemExit(f"{name} on {p.label}: wrong result ({detail})")
                 t0 = time.perf_counter()
                 f()
                 inner[name] = max(1, int(args.min_seconds / max(time.perf_counter() - t0, 1e-7)))
+            names = list(calls)
             times = {name: [] for name in calls}
-            for _ in range(args.rounds):
-                for name, f in calls.items():
+            for r in range(args.rounds):
+                for name in names[r % len(names):] + names[:r % len(names)]:
+                    f = calls[name]
                     time.sleep(pause)
                     f()
                     t0 = time.perf_counter()
                     for _ in range(inner[name]):
                         f()
                     times[name].append((time.perf_counter() - t0) / inner[name])
-            for label, _, _ in contenders:
+            for label, _, blk in contenders:
                 ratios = [tn / tk for tn, tk in zip(times["numpy"], times[label])]
                 q1, med, q3 = quartiles(ratios)
-                row = {"shape": p.label, "kernel": label,
+                row = {"shape": p.label, "m": p.m, "n": p.n, "k": p.k, "kernel": label,
+                       "kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
                        "gflops": p.flops / statistics.median(times[label]) / 1e9,
                        "numpy_gflops": p.flops / statistics.median(times["numpy"]) / 1e9,
-                       "ratio": med, "ratio_q1": q1, "ratio_q3": q3}
+                       "ratio": med, "ratio_q1": q1, "ratio_q3": q3, "pair_ratios": ratios,
+                       "seconds": times[label], "numpy_seconds": times["numpy"],
+                       "inner": inner[label], "numpy_inner": inner["numpy"]}
                 rows.append(row)
-                print(f"{p.label:>16} {label:>16} {row['gflops']:7.1f} GFLOP/s  numpy "
+                print(f"{p.label:>16} {label:>{width}} {row['gflops']:7.1f} GFLOP/s  numpy "
                       f"{row['numpy_gflops']:7.1f}  ratio {med:.3f} (q1 {q1:.3f} q3 {q3:.3f})",
                       flush=True)
-    print("median over shapes of the per-shape median ratio:")
+    print("median over shapes of the per-shape median ratio (all shapes; min(m, n) >= 16):")
     for label, _, _ in contenders:
-        r = [row["ratio"] for row in rows if row["kernel"] == label]
-        print(f"  {label:>16} {statistics.median(r):.3f}  (min {min(r):.3f}, max {max(r):.3f})")
+        mine = [row for row in rows if row["kernel"] == label]
+        r = [row["ratio"] for row in mine]
+        tiled = [row["ratio"] for row in mine if min(row["m"], row["n"]) >= 16]
+        print(f"  {label:>{width}} {statistics.median(r):.3f} (min {min(r):.3f}, max {max(r):.3f})"
+              + (f";  {statistics.median(tiled):.3f} over {len(tiled)}" if tiled else ""))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"numpy": numpy_blas_info(), "threads": args.threads,
-                       "rounds": args.rounds, "rows": rows}, f, indent=1)
+        json.dump({"numpy": numpy_blas_info(), "threads": args.threads, "rounds": args.rounds,
+                   "sizes": args.sizes, "workload": args.workload,
+                   "min_seconds": args.min_seconds, "rows": rows}, args.json, indent=1)
+        args.json.close()
 
 
 if __name__ == "__main__":

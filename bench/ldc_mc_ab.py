@@ -44,6 +44,8 @@ def main():
             print(f, exc)
     print("before", anon_huge())
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 9
+    if rounds < 2:
+        raise SystemExit("ldc_mc_ab.py: rounds must be >= 2 (quartiles of the per-round ratios)")
     k = mk.get_kernel(os.environ.get("K"))
     print("kernel", k.name)
     with threadpool_limits(limits=1, user_api="blas"):

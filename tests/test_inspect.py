@@ -201,7 +201,8 @@ def test_avx2_6x16_no_spills():
 
 
 @needs_x86
-@pytest.mark.parametrize("name", ["avx2_6x16_u2", "avx512_12x32", "avx512_14x32"])
+@pytest.mark.parametrize("name", ["avx2_6x16_u2", "avx512_12x32", "avx512_14x32",
+                                  "avx512_8x32_u4"])
 def test_no_spills_with_smaller_unroll(name):
     loop = mi.loop_of(name)
     spec = TileSpec.from_name(name)

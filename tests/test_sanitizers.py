@@ -42,8 +42,8 @@ SAN_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
 BASE_FLAGS = ["-std=gnu11", "-Wall", "-Werror=implicit-function-declaration"]
 
 #: built-ins plus odd user shapes: odd MR, NR of 1-3 vectors (or 5, 7 lanes), k-unrolls 2-4
-KERNELS = ("avx512_8x16", "avx2_6x16", "avx2_5x16_u4", "avx2_3x24_u3", "scalar_4x4",
-           "scalar_3x5_u4", "scalar_2x7_u2")
+KERNELS = ("avx512_8x32_u4", "avx512_8x16", "avx2_6x16", "avx2_5x16_u4", "avx2_3x24_u3",
+           "scalar_4x4", "scalar_3x5_u4", "scalar_2x7_u2")
 #: random cases per kernel: the OpenMP build is slower (a 2-thread team per case)
 FUZZ_PER_KERNEL = {False: 2000, True: 400}
 SEED = 20240607
