@@ -1,0 +1,60 @@
+"""The analytical blocking model (microkernel/blocking.py) on the caches of the two
+machines this project measures on, against values worked out by hand from Low et al.
+2016's rules with this project's two refinements (C_Ar not floored; half the L2 ways
+for the A block), and its fallbacks."""
+import pytest
+
+from microkernel.blocking import FALLBACK, NC_CAP, model_blocking
+from microkernel.probe import Cache
+
+
+def _caches(l1, l2, l3):
+    """(ways, sets) per level, 64-byte lines."""
+    out = [Cache(1, "Instruction", 32768, 8, 64, 64)]
+    for level, spec in ((1, l1), (2, l2), (3, l3)):
+        if spec:
+            ways, sets = spec
+            out.append(Cache(level, "Data" if level == 1 else "Unified", ways * sets * 64,
+                             ways, sets, 64))
+    return out
+
+
+ZEN3 = _caches((8, 64), (8, 1024), (16, 32768))            # 32 KiB, 512 KiB, 32 MiB
+SAPPHIRE_RAPIDS = _caches((12, 64), (16, 2048), (20, 245760))  # 48 KiB, 2 MiB, 300 MiB
+
+
+@pytest.mark.parametrize("caches,mr,nr,kc,mc,nc", [
+    # C_Ar = 7 / (1 + 24/4) = 1: KC = 1 * 64 * 64 / (4 * 4) = 256.
+    # C_Ac = 8/2 - 1 - ceil(2*256*24*4 / 65536) = 2: MC = 2 * 65536 / (256 * 4) = 128.
+    # C_Bc = 15 - ceil(2*256*128*4 / 2097152) = 14: 14 * 2097152 / 1024 = 28672 -> cap 4080.
+    (ZEN3, 4, 24, 256, 128, 4080),
+    # C_Ar = 7 / (1 + 16/6) = 1.909: KC = 1.909 * 4096 / 24 = 325.8 -> 320 (multiple of 16).
+    # C_Ac = 4 - 1 - ceil(2*320*16*4 / 65536) = 2: MC = 131072 / 1280 = 102.4 -> 102 (MR = 6).
+    (ZEN3, 6, 16, 320, 102, 4080),
+    # C_Ar = 11 / (1 + 32/8) = 2.2: KC = 2.2 * 4096 / 32 = 281.6 -> 272.
+    # C_Ac = 8 - 1 - ceil(2*272*32*4 / 131072) = 6: MC = 6 * 131072 / 1088 = 722.8 -> 720.
+    # NC capped at 4080 -> 4064 (a multiple of NR = 32).
+    (SAPPHIRE_RAPIDS, 8, 32, 272, 720, 4064),
+    # C_Ar = 11 / 3: KC = 3.667 * 4096 / 32 = 469.3 -> 464; C_Ac = 6: MC = 786432 / 1856 -> 416.
+    (SAPPHIRE_RAPIDS, 8, 16, 464, 416, 4080),
+])
+def test_model_matches_the_hand_computed_blocking(caches, mr, nr, kc, mc, nc):
+    b = model_blocking(mr, nr, caches)
+    assert (b.kc, b.mc, b.nc) == (kc, mc, nc)
+    assert b.mc % mr == 0 and b.nc % nr == 0 and b.nc <= NC_CAP
+    assert [w.split("=")[0] for w in b.why] == ["KC", "MC", "NC"]
+
+
+def test_nc_below_the_cap_comes_from_the_l3():
+    # a 1 MiB 16-way L3 (1024 sets, 64 KiB a way): 2*KC*MC*S = 2*256*128*4 bytes = 4 ways,
+    # C_Bc = 16 - 1 - 4 = 11, NC = 11 * 65536 / (256 * 4) = 704
+    b = model_blocking(4, 24, _caches((8, 64), (8, 1024), (16, 1024)))
+    assert (b.kc, b.mc, b.nc) == (256, 128, 696)       # 704 rounded down to NR = 24
+
+
+def test_missing_levels_fall_back():
+    assert model_blocking(4, 24, _caches(None, (8, 1024), (16, 32768))) == FALLBACK
+    no_l2 = model_blocking(4, 24, _caches((8, 64), None, (16, 32768)))
+    assert (no_l2.kc, no_l2.mc) == (256, FALLBACK.mc) and "no L2 data" in no_l2.why[1]
+    no_l3 = model_blocking(4, 24, _caches((8, 64), (8, 1024), None))
+    assert no_l3.nc == FALLBACK.nc // 24 * 24 and "no L3 data" in no_l3.why[2]
