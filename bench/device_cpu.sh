@@ -40,13 +40,15 @@ if [ "${1:-}" = ab ]; then
     run python3 -m microkernel.cli probe
     for k in $AB; do   # a tile that fails the edge catalogue is not timed
       echo "\$ python3 -m microkernel.cli validate --kernel $k"
-      python3 -m microkernel.cli validate --kernel $k || { echo "[exit 1: $k failed]"; exit 1; }
+      python3 -m microkernel.cli validate --kernel $k; rc=$?; echo "[exit $rc]"
+      [ $rc -eq 0 ] || exit 1
     done
-    run taskset -c 2 python3 bench/kernel_ab.py --kernels "${AB// /,}" --sizes 512,1024,2048 \
+    must() { echo "\$ $*"; "$@"; rc=$?; echo "[exit $rc]"; [ $rc -eq 0 ] || exit 1; }
+    must taskset -c 2 python3 bench/kernel_ab.py --kernels "${AB// /,}" --sizes 512,1024,2048 \
         --rounds 15 --json "$OUT/xeon_ab_square_1t.json"
-    run taskset -c 2 python3 bench/kernel_ab.py --kernels "${AB// /,}" --sizes "" \
+    must taskset -c 2 python3 bench/kernel_ab.py --kernels "${AB// /,}" --sizes "" \
         --workload deepbench --rounds 7 --json "$OUT/xeon_ab_deepbench_1t.json"
-    run taskset -c 2,3 python3 bench/kernel_ab.py --kernels "${AB// /,}" --sizes 512,1024,2048 \
+    must taskset -c 2,3 python3 bench/kernel_ab.py --kernels "${AB// /,}" --sizes 512,1024,2048 \
         --threads 2 --rounds 7 --json "$OUT/xeon_ab_square_2t.json"
   } 2>&1 | tee "$OUT/device_ab.log"
   exit "${PIPESTATUS[0]}"

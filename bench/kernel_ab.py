@@ -25,7 +25,11 @@ every sample.
 """
 import argparse
 import json
+import math
+import os
+import pathlib
 import statistics
+import tempfile
 import time
 
 import numpy as np
@@ -52,6 +56,24 @@ def positive_int(text):
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return v
+
+
+def seconds(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
+    return v
+
+
+def write_json(path, data):
+    """data as JSON at path, through a temporary file renamed into place."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
 
 
 def parse_contenders(ap, text):
@@ -83,10 +105,14 @@ def main():
                     help="also a shipped workload (deepbench, square or minilm)")
     ap.add_argument("--rounds", type=positive_int, default=15)
     ap.add_argument("--threads", type=positive_int, default=1)
-    ap.add_argument("--min-seconds", type=float, default=0.03,
+    ap.add_argument("--min-seconds", type=seconds, default=0.03,
                     help="each sample repeats the call to last at least this long (s)")
-    ap.add_argument("--json", type=argparse.FileType("w"), help="write every sample here")
+    ap.add_argument("--json", type=pathlib.Path,
+                    help="write every sample here (at the end; an existing file is replaced "
+                         "only then)")
     args = ap.parse_args()
+    if args.json is not None and not args.json.parent.is_dir():
+        ap.error(f"--json: directory {str(args.json.parent)!r} does not exist")
     contenders = parse_contenders(ap, args.kernels)
     try:
         problems = workloads.square([positive_int(n) for n in args.sizes.split(",") if n.strip()])
@@ -120,7 +146,8 @@ def main():
                     raise SystemExit(f"{name} on {p.label}: wrong result ({detail})")
                 t0 = time.perf_counter()
                 f()
-                inner[name] = max(1, int(args.min_seconds / max(time.perf_counter() - t0, 1e-7)))
+                one = max(time.perf_counter() - t0, 1e-7)
+                inner[name] = max(1, math.ceil(args.min_seconds / one))
             names = list(calls)
             times = {name: [] for name in calls}
             for r in range(args.rounds):
@@ -153,11 +180,11 @@ def main():
         tiled = [row["ratio"] for row in mine if min(row["m"], row["n"]) >= 16]
         print(f"  {label:>{width}} {statistics.median(r):.3f} (min {min(r):.3f}, max {max(r):.3f})"
               + (f";  {statistics.median(tiled):.3f} over {len(tiled)}" if tiled else ""))
-    if args.json:
-        json.dump({"numpy": numpy_blas_info(), "threads": args.threads, "rounds": args.rounds,
-                   "sizes": args.sizes, "workload": args.workload,
-                   "min_seconds": args.min_seconds, "rows": rows}, args.json, indent=1)
-        args.json.close()
+    if args.json is not None:
+        write_json(args.json, {"numpy": numpy_blas_info(), "threads": args.threads,
+                               "rounds": args.rounds, "sizes": args.sizes,
+                               "workload": args.workload, "min_seconds": args.min_seconds,
+                               "rows": rows})
 
 
 if __name__ == "__main__":

@@ -422,8 +422,9 @@ static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t r
             int64_t i = i0;
             /* 8 rows at a time: 9 loads per 8 FMAs against 10 for 4 rows with 2
              * accumulators each. Against OpenBLAS's sgemv in one process (Zen 3, three
-             * runs each), 8 rows also beat 4 for long rows: 0.82-0.89 against 0.81-0.82
-             * of its speed at 128x1024, 0.99-1.06 against 0.93-0.94 at 3072x1024 */
+             * runs each, bench/gemv_vs_openblas.c), 8 rows also beat 4 for long rows:
+             * 1.14-1.21 against 0.93-0.96 of its speed at 3072x1024, 0.85-0.88 against
+             * 0.82-0.83 at 128x1024; level at 128x1408 */
             for (; i + 8 <= i1; i += 8)
                 mk_dot8(k, a + i * rs_a, rs_a, x, y + i);
             for (; i + 4 <= i1; i += 4)

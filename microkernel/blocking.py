@@ -23,8 +23,8 @@ Two refinements of the paper's rules, each measured on this project's machines
   as often. KC is rounded down to a multiple of 16 instead.
 * W_L2' = W_L2 / 2: only half of the L2 ways hold the A block; the rest is left to the
   C tiles, the B micro-panels on their way to L1 and the prefetchers' streams. With all
-  W_L2 - 1 ways (MC = 576 for avx2_6x16 on a 512 KiB L2) gemm ran about 8% slower at
-  n = 1536 than with half (MC = 102).
+  W_L2 - 1 ways (MC = 576 for avx2_6x16 on a 512 KiB L2, with the floored KC = 170 of
+  the time) gemm ran about 8% slower at n = 1536 than with half (MC = 102 at KC = 320).
 """
 from __future__ import annotations
 

@@ -97,7 +97,9 @@ def _ptr(ffi, x: np.ndarray):
 _DEFAULT: dict = {}
 _CBLOCKING: dict = {}
 _OVERRIDES: dict = {}  # (id(kernel), dict items) -> mk_blocking *; the kernel stays
-                      # alive in _PLANS, so its id is not reused
+                      # alive in _PLANS, so its id is not reused. One entry per distinct
+                      # override (a few dozen bytes): a tuner trying thousands of them
+                      # holds thousands of entries, as _CBLOCKING does for Blocking objects
 _PLANS: dict = {}  # id(kernel) -> (kernel, ffi, lib, model mk_blocking *); holding the
                    # kernel keeps its id from being reused while the entry exists
 

@@ -62,22 +62,26 @@ class _Clock:
         pass
 
 
-def _fake_timing(monkeypatch, main, gemm_costs, numpy_cost=1.0):
-    """The script's clock advances by the next of gemm_costs (cycled) per gemm() call
-    and by numpy_cost per numpy.matmul call; returns the log of calls ('g' / 'n')."""
+def _fake_timing(monkeypatch, main, gemm_costs, numpy_costs=(1.0,)):
+    """The script's clock advances by the next of gemm_costs per gemm() call and of
+    numpy_costs per numpy.matmul call (both cycled; a cost may be a function of m);
+    returns the log of calls ('g' / 'n')."""
     clock, log = _Clock(), []
     real_gemm, real_matmul = mk.gemm, np.matmul
-    costs = iter(gemm_costs * 1000)
+    g_costs, n_costs = iter(list(gemm_costs) * 1000), iter(list(numpy_costs) * 1000)
 
-    def gemm(*a, **kw):
-        clock.now += next(costs)
+    def cost(c, A):
+        return c(A.shape[0]) if callable(c) else c
+
+    def gemm(A, *a, **kw):
+        clock.now += cost(next(g_costs), A)
         log.append("g")
-        return real_gemm(*a, **kw)
+        return real_gemm(A, *a, **kw)
 
-    def matmul(*a, **kw):
-        clock.now += numpy_cost
+    def matmul(A, *a, **kw):
+        clock.now += cost(next(n_costs), A)
         log.append("n")
-        return real_matmul(*a, **kw)
+        return real_matmul(A, *a, **kw)
 
     fake_np = types.SimpleNamespace(**{n: getattr(np, n) for n in dir(np) if not n.startswith("__")})
     fake_np.matmul = matmul
@@ -89,15 +93,15 @@ def _fake_timing(monkeypatch, main, gemm_costs, numpy_cost=1.0):
 
 def test_kernel_ab_statistics_on_a_fake_clock(monkeypatch, capsys, tmp_path):
     """gemm() takes 2 s and numpy 1 s on the script's clock, each sample repeats the
-    call to last 4.5 s (gemm twice, numpy 4 times): every ratio (numpy time / ours) is
-    0.5, the GFLOP/s follow from the flops, and the order rotates each round."""
+    call to last at least 4.5 s (gemm 3 times, numpy 5 times): every ratio (numpy time /
+    ours) is 0.5, the GFLOP/s follow from the flops, and the order rotates each round."""
     main = _main()
     log = _fake_timing(monkeypatch, main, [2.0])
     out = tmp_path / "ab.json"
     _run(monkeypatch, main, "--kernels", "scalar_4x4", "--sizes", "20", "--rounds", "5",
          "--min-seconds", "4.5", "--json", str(out))
     (row,) = json.loads(out.read_text())["rows"]
-    assert (row["inner"], row["numpy_inner"]) == (2, 4)
+    assert (row["inner"], row["numpy_inner"]) == (3, 5)
     assert row["pair_ratios"] == [0.5] * 5 and row["seconds"] == [2.0] * 5
     assert row["numpy_seconds"] == [1.0] * 5
     assert row["ratio"] == row["ratio_q1"] == row["ratio_q3"] == 0.5
@@ -106,15 +110,30 @@ def test_kernel_ab_statistics_on_a_fake_clock(monkeypatch, capsys, tmp_path):
     text = capsys.readouterr().out
     assert "ratio 0.500 (q1 0.500 q3 0.500)" in text
     assert "scalar_4x4 0.500 (min 0.500, max 0.500);  0.500 over 1" in text
-    # sizing: n n g g; then rounds of 1 + 4 numpy calls and 1 + 2 gemm calls, in turn
+    # sizing: n n g g; then rounds of 1 + 5 numpy calls and 1 + 3 gemm calls, in turn
     assert "".join(log[:4]) == "nngg"
-    assert "".join(log[4:]) == ("nnnnn" "ggg" "ggg" "nnnnn") * 2 + "nnnnn" "ggg"
+    assert "".join(log[4:]) == ("nnnnnn" "gggg" "gggg" "nnnnnn") * 2 + "nnnnnn" "gggg"
+
+
+def test_kernel_ab_pairs_samples_by_round(monkeypatch, tmp_path):
+    """gemm() samples of 3, 2, 3, 2 s against numpy's 1.5, 1, 1.5, 1 s in the same
+    rounds: every per-round ratio is 0.5 (a ratio to numpy's median would not be)."""
+    main = _main()
+    # per contender: 2 sizing calls, then 2 per round (--min-seconds 0: one timed call)
+    _fake_timing(monkeypatch, main, [2.0, 2.0, 3.0, 3.0], [1.0, 1.0, 1.5, 1.5])
+    out = tmp_path / "ab.json"
+    _run(monkeypatch, main, "--kernels", "scalar_4x4", "--sizes", "20", "--rounds", "4",
+         "--min-seconds", "0", "--json", str(out))
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["seconds"] == [3.0, 2.0, 3.0, 2.0]
+    assert row["numpy_seconds"] == [1.5, 1.0, 1.5, 1.0]
+    assert row["pair_ratios"] == [0.5] * 4 and row["ratio"] == 0.5
 
 
 def test_kernel_ab_quartiles_on_a_fake_clock(monkeypatch, tmp_path):
     """gemm() samples of 3, 2, 3, 2 s against numpy's 1 s: ratios 1/3, 1/2, 1/3, 1/2."""
     main = _main()
-    _fake_timing(monkeypatch, main, [2.0, 2.0, 3.0, 3.0])  # 2 sizing calls, then 2 per round
+    _fake_timing(monkeypatch, main, [2.0, 2.0, 3.0, 3.0])
     out = tmp_path / "ab.json"
     _run(monkeypatch, main, "--kernels", "scalar_4x4", "--sizes", "20", "--rounds", "4",
          "--min-seconds", "0", "--json", str(out))
@@ -124,13 +143,43 @@ def test_kernel_ab_quartiles_on_a_fake_clock(monkeypatch, tmp_path):
     assert (row["ratio_q1"], row["ratio_q3"]) == (pytest.approx(1 / 3), pytest.approx(1 / 2))
 
 
+def test_kernel_ab_summary_over_tiled_shapes(monkeypatch, capsys):
+    """n = 8 (min(m, n) < 16) at ratio 0.25 and n = 20 at 0.5: the median over all shapes
+    is 0.375, over min(m, n) >= 16 it is 0.5 (one shape)."""
+    main = _main()
+    _fake_timing(monkeypatch, main, [lambda m: 4.0 if m == 8 else 2.0])
+    _run(monkeypatch, main, "--kernels", "scalar_4x4", "--sizes", "8,20", "--rounds", "3",
+         "--min-seconds", "0")
+    assert "scalar_4x4 0.375 (min 0.250, max 0.500);  0.500 over 1" in capsys.readouterr().out
+
+
+def test_kernel_ab_stops_on_a_wrong_result(monkeypatch, tmp_path):
+    real = mk.gemm
+
+    def wrong(A, B, C=None, **kw):
+        out = real(A, B, C, **kw)
+        out[0, 0] += 1.0
+        return out
+
+    monkeypatch.setattr(mk, "gemm", wrong)
+    keep = tmp_path / "keep.json"
+    keep.write_text("{}")
+    with pytest.raises(SystemExit, match="scalar_4x4 on 20x20x20: wrong result"):
+        _run(monkeypatch, _main(), "--kernels", "scalar_4x4", "--sizes", "20", "--rounds", "1",
+             "--json", str(keep))
+    assert keep.read_text() == "{}"   # an earlier result file survives a failed run
+
+
 @pytest.mark.parametrize("argv", [
     ["--kernels", "scalar_4x4:kc=0"], ["--kernels", "scalar_4x4:kc=8x"],
     ["--kernels", "avx9_4x4"], ["--kernels", "scalar_4x4;scalar_4x4:mc=4,mc=8"],
     ["--kernels", "scalar_4x4,scalar_4x4"], ["--kernels", "scalar_4x4", "--sizes", ""],
     ["--kernels", "scalar_4x4", "--sizes", "16,x"], ["--kernels", "scalar_4x4", "--rounds", "0"],
     ["--kernels", "scalar_4x4", "--threads", "0"],
-    ["--kernels", "scalar_4x4", "--workload", "nope"]])
+    ["--kernels", "scalar_4x4", "--workload", "nope"],
+    ["--kernels", "scalar_4x4", "--min-seconds", "nan"],
+    ["--kernels", "scalar_4x4", "--min-seconds", "-1"],
+    ["--kernels", "scalar_4x4", "--json", "/nonexistent-dir/ab.json"]])
 def test_kernel_ab_bad_argument_is_a_usage_error(monkeypatch, capsys, argv):
     calls = []
     monkeypatch.setattr(mk, "gemm", lambda *a, **k: calls.append(1))

@@ -208,7 +208,40 @@ def test_blocking_overrides_reach_the_driver_each_call():
     ws_small, ws_large, ws_again = (workspace_after(small), workspace_after(large),
                                     workspace_after(dict(small)))
     assert ws_small < ws_large and ws_again == ws_small
+    mutated = dict(small)
+    assert workspace_after(mutated) == ws_small
+    mutated.update(large)                      # the same dict object, changed in place
+    assert workspace_after(mutated) == ws_large
     ref, bound = validate.reference(A, B, C0, alpha, beta)
     assert validate.check(C, ref, bound)[0]
     with pytest.raises(ValueError, match="kc must be a positive integer"):
         mk.gemm(A, B, C, kernel=kern, blocking={**small, "kc": 16.0})
+
+
+def test_a_partial_blocking_override_is_completed_per_kernel():
+    """{"kc": 16} through two kernels whose model MC differs gets each kernel's own MC
+    and NC: the same workspace as that kernel's full override (a cache keyed without the
+    kernel would hand the second kernel the first one's MC)."""
+    from microkernel.gemm import blocking_for
+    kerns = [mk.get_kernel(n) for n in ("scalar_4x4", "scalar_2x8")]
+    models = [blocking_for(k) for k in kerns]
+    assert models[0].mc != models[1].mc
+    rng = np.random.default_rng(4)
+    A, B, C, C0, alpha, beta, threads = _operands((300, 300, 300, 1.0, 0.0, "c", 1), rng)
+
+    def workspace_after(kern, blocking):
+        got = []
+
+        def run():
+            mk.gemm(A, B, C, kernel=kern, threads=1, blocking=blocking)
+            got.append(kern.lib.mk_workspace_bytes())
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+        return got[0]
+
+    partial = {"kc": 16}
+    for kern, model in zip(kerns, models):
+        full = {"kc": 16, "mc": model.mc, "nc": model.nc}
+        assert workspace_after(kern, partial) == workspace_after(kern, full), kern.name
