@@ -182,6 +182,21 @@ def test_exited_threads_free_their_workspaces():
     assert after - before <= 8 * MIB, f"RSS grew by {(after - before) / MIB:.2f} MiB"
 
 
+def _workspace_after(kern, A, B, C, blocking) -> int:
+    """Bytes of the packing workspace of a fresh thread after one gemm() with
+    ``blocking`` (the workspace is per thread and grows to the blocking's size)."""
+    got = []
+
+    def run():
+        mk.gemm(A, B, C, kernel=kern, threads=1, blocking=blocking)
+        got.append(kern.lib.mk_workspace_bytes())
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    return got[0]
+
+
 def test_blocking_overrides_reach_the_driver_each_call():
     """gemm(blocking=dict) caches the C blocking per kernel and dict contents: a second
     call with the same dict after a different one gets its own KC/MC/NC back (seen in
@@ -194,16 +209,7 @@ def test_blocking_overrides_reach_the_driver_each_call():
     large = {"kc": 64, "mc": 8 * kern.mr, "nc": 4 * kern.nr}
 
     def workspace_after(blocking):
-        got = []
-
-        def run():
-            mk.gemm(A, B, C, kernel=kern, threads=1, blocking=blocking)
-            got.append(kern.lib.mk_workspace_bytes())
-
-        t = threading.Thread(target=run)
-        t.start()
-        t.join()
-        return got[0]
+        return _workspace_after(kern, A, B, C, blocking)
 
     ws_small, ws_large, ws_again = (workspace_after(small), workspace_after(large),
                                     workspace_after(dict(small)))
@@ -229,19 +235,8 @@ def test_a_partial_blocking_override_is_completed_per_kernel():
     rng = np.random.default_rng(4)
     A, B, C, C0, alpha, beta, threads = _operands((300, 300, 300, 1.0, 0.0, "c", 1), rng)
 
-    def workspace_after(kern, blocking):
-        got = []
-
-        def run():
-            mk.gemm(A, B, C, kernel=kern, threads=1, blocking=blocking)
-            got.append(kern.lib.mk_workspace_bytes())
-
-        t = threading.Thread(target=run)
-        t.start()
-        t.join()
-        return got[0]
-
     partial = {"kc": 16}
     for kern, model in zip(kerns, models):
         full = {"kc": 16, "mc": model.mc, "nc": model.nc}
-        assert workspace_after(kern, partial) == workspace_after(kern, full), kern.name
+        assert (_workspace_after(kern, A, B, C, partial)
+                == _workspace_after(kern, A, B, C, full)), kern.name
