@@ -319,17 +319,17 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
 }
 
 
-/* This thread's contiguous share [mk_lo, mk_hi) of `units` work units inside an OpenMP
+/* This thread's contiguous share [lo, hi) of `units` work units inside an OpenMP
  * team (all of them outside one); returns the thread number. */
-static int mk_my_share(int64_t units, int64_t *mk_lo, int64_t *mk_hi)
+static int mk_my_share(int64_t units, int64_t *lo, int64_t *hi)
 {
 #ifdef _OPENMP
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
 #else
     const int t = 0, nt = 1;
 #endif
-    *mk_lo = units * t / nt;
-    *mk_hi = units * (t + 1) / nt;
+    *lo = units * t / nt;
+    *hi = units * (t + 1) / nt;
     return t;
 }
 
@@ -568,17 +568,17 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
 
 #pragma omp parallel num_threads(nthreads) if (nthreads > 1)
     {
-        int64_t mk_lo, mk_hi;
-        const int t = mk_my_share(units, &mk_lo, &mk_hi);
+        int64_t lo, hi;
+        const int t = mk_my_share(units, &lo, &hi);
         float *mine = ws + per_thread * (size_t)t;
         if (split_n) {
-            const int64_t j0 = mk_lo * nr, j1 = mk_min(n, mk_hi * nr);
+            const int64_t j0 = lo * nr, j1 = mk_min(n, hi * nr);
             if (j1 > j0)
                 mk_loops(uk, m, j1 - j0, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a,
                          b + j0 * cs_b, rs_b, cs_b, beta, c + j0 * cs_c, rs_c, cs_c,
                          mine, mine + a_floats, mine + a_floats + b_floats);
         } else {
-            const int64_t i0 = mk_lo * mr, i1 = mk_min(m, mk_hi * mr);
+            const int64_t i0 = lo * mr, i1 = mk_min(m, hi * mr);
             if (i1 > i0)
                 mk_loops(uk, i1 - i0, n, k, mc_blk, nc_blk, kc_blk, alpha, a + i0 * rs_a, rs_a,
                          cs_a, b, rs_b, cs_b, beta, c + i0 * rs_c, rs_c, cs_c,

@@ -105,7 +105,7 @@ def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False) 
     if not quick:
         add(Case("gemv_long_k", 21, 1, 800, beta=0.5))
         # large enough (m*k >= 2^20) for the driver to split the rows between threads,
-        # with long rows (4 rows at a time) and short ones (8 rows at a time, k <= 768)
+        # with long rows and short ones (each thread: 8 rows at a time, then 4, then 1)
         add(Case("gemv_threads2", 1029, 1, 1031, beta=0.5, threads=2))
         add(Case("gemv_threads2_short", 2058, 1, 517, beta=0.5, threads=2))
     for lay in "fsnum":
