@@ -25,16 +25,25 @@ Two refinements of the paper's rules, each measured on this project's machines
   C tiles, the B micro-panels on their way to L1 and the prefetchers' streams. With all
   W_L2 - 1 ways (MC = 576 for avx2_6x16 on a 512 KiB L2, with the floored KC = 170 of
   the time) gemm ran about 8% slower at n = 1536 than with half (MC = 102 at KC = 320).
+
+One empirical cap on top (measured, not derived; README "Design notes"):
+
+* MC <= A_BLOCK_L1S * L1 bytes / (KC * S): the packed A block is at most twice the L1
+  data cache. The L2 rule gives MC = 720 for avx512_8x32_u4 on Sapphire Rapids' 2 MiB
+  L2 and 128 for avx2_4x24_u8 on Zen 3's 512 KiB; MC of 64-120 ran faster on both
+  machines' shared VMs (Sapphire Rapids: 2-8% on most squares and DeepBench shapes in
+  three runs; Zen 3: level to 3% ahead), so the cap gives 88 and 64.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 
-__all__ = ["Blocking", "model_blocking", "FALLBACK", "NC_CAP"]
+__all__ = ["Blocking", "model_blocking", "FALLBACK", "NC_CAP", "A_BLOCK_L1S"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
+A_BLOCK_L1S = 2  # the packed A block (MC x KC) holds at most this many L1 data caches
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +94,16 @@ def model_blocking(mr: int, nr: int, caches) -> Blocking:
     else:
         c_ac = max(1, l2.ways // 2 - 1 - math.ceil(2 * kc * nr * S / (l2.line_bytes * l2.sets)))
         mc = _round_down(c_ac * l2.sets * l2.line_bytes // (kc * S), mr)
-        why.append(f"MC={mc}: L2 {l2.ways}-way x {l2.sets} sets, C_Ac={c_ac} of the "
-                   f"{l2.ways // 2} ways given to the A block")
+        reason = (f"L2 {l2.ways}-way x {l2.sets} sets, C_Ac={c_ac} of the "
+                  f"{l2.ways // 2} ways given to the A block")
+        l1_bytes = l1.ways * l1.sets * l1.line_bytes
+        cap = _round_down(A_BLOCK_L1S * l1_bytes // (kc * S), mr)
+        if cap < mc:
+            reason = (f"the L2 rule gives {mc} ({reason}); capped so that the A block "
+                      f"(MC x KC x {S} B) is at most {A_BLOCK_L1S} x L1 = "
+                      f"{A_BLOCK_L1S * l1_bytes // 1024} KiB")
+            mc = cap
+        why.append(f"MC={mc}: {reason}")
     if l3 is None:
         nc = _round_down(FALLBACK.nc, nr)
         why.append(f"NC={nc}: no L3 data, default")

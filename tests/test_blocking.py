@@ -1,7 +1,8 @@
 """The analytical blocking model (microkernel/blocking.py) on the caches of the two
 machines this project measures on, against values worked out by hand from Low et al.
 2016's rules with this project's two refinements (C_Ar not floored; half the L2 ways
-for the A block), and its fallbacks."""
+for the A block), the empirical cap on MC (the A block at most 2 x L1) and the
+fallbacks."""
 import pytest
 
 from microkernel.blocking import FALLBACK, NC_CAP, model_blocking
@@ -25,18 +26,22 @@ SAPPHIRE_RAPIDS = _caches((12, 64), (16, 2048), (20, 245760))  # 48 KiB, 2 MiB, 
 
 @pytest.mark.parametrize("caches,mr,nr,kc,mc,nc", [
     # C_Ar = 7 / (1 + 24/4) = 1: KC = 1 * 64 * 64 / (4 * 4) = 256.
-    # C_Ac = 8/2 - 1 - ceil(2*256*24*4 / 65536) = 2: MC = 2 * 65536 / (256 * 4) = 128.
-    # C_Bc = 15 - ceil(2*256*128*4 / 2097152) = 14: 14 * 2097152 / 1024 = 28672 -> cap 4080.
-    (ZEN3, 4, 24, 256, 128, 4080),
+    # C_Ac = 8/2 - 1 - ceil(2*256*24*4 / 65536) = 2: MC = 2 * 65536 / (256 * 4) = 128;
+    # cap 2 * 32768 / (256 * 4) = 64.
+    # C_Bc = 15 - ceil(2*256*64*4 / 2097152) = 14: 14 * 2097152 / 1024 = 28672 -> cap 4080.
+    (ZEN3, 4, 24, 256, 64, 4080),
     # C_Ar = 7 / (1 + 16/6) = 1.909: KC = 1.909 * 4096 / 24 = 325.8 -> 320 (multiple of 16).
-    # C_Ac = 4 - 1 - ceil(2*320*16*4 / 65536) = 2: MC = 131072 / 1280 = 102.4 -> 102 (MR = 6).
-    (ZEN3, 6, 16, 320, 102, 4080),
+    # C_Ac = 4 - 1 - ceil(2*320*16*4 / 65536) = 2: MC = 131072 / 1280 = 102.4 -> 102 (MR = 6);
+    # cap 65536 / 1280 = 51.2 -> 48.
+    (ZEN3, 6, 16, 320, 48, 4080),
     # C_Ar = 11 / (1 + 32/8) = 2.2: KC = 2.2 * 4096 / 32 = 281.6 -> 272.
-    # C_Ac = 8 - 1 - ceil(2*272*32*4 / 131072) = 6: MC = 6 * 131072 / 1088 = 722.8 -> 720.
+    # C_Ac = 8 - 1 - ceil(2*272*32*4 / 131072) = 6: MC = 6 * 131072 / 1088 = 722.8 -> 720;
+    # cap 2 * 49152 / 1088 = 90.4 -> 88.
     # NC capped at 4080 -> 4064 (a multiple of NR = 32).
-    (SAPPHIRE_RAPIDS, 8, 32, 272, 720, 4064),
-    # C_Ar = 11 / 3: KC = 3.667 * 4096 / 32 = 469.3 -> 464; C_Ac = 6: MC = 786432 / 1856 -> 416.
-    (SAPPHIRE_RAPIDS, 8, 16, 464, 416, 4080),
+    (SAPPHIRE_RAPIDS, 8, 32, 272, 88, 4064),
+    # C_Ar = 11 / 3: KC = 3.667 * 4096 / 32 = 469.3 -> 464; C_Ac = 6: MC = 786432 / 1856 -> 416;
+    # cap 98304 / 1856 = 53.0 -> 48.
+    (SAPPHIRE_RAPIDS, 8, 16, 464, 48, 4080),
 ])
 def test_model_matches_the_hand_computed_blocking(caches, mr, nr, kc, mc, nc):
     b = model_blocking(mr, nr, caches)
@@ -45,11 +50,23 @@ def test_model_matches_the_hand_computed_blocking(caches, mr, nr, kc, mc, nc):
     assert [w.split("=")[0] for w in b.why] == ["KC", "MC", "NC"]
 
 
+def test_the_mc_cap_says_what_it_replaced():
+    b = model_blocking(8, 32, SAPPHIRE_RAPIDS)
+    assert "L2 rule gives 720" in b.why[1] and "2 x L1 = 96 KiB" in b.why[1]
+
+
+def test_mc_below_the_cap_comes_from_the_l2():
+    # a 256 KiB 8-way L2 (512 sets, 32 KiB a way): C_Ac = 4 - 1 - ceil(2*256*24*4 / 32768)
+    # = 1, MC = 32768 / 1024 = 32, under the cap of 64
+    b = model_blocking(4, 24, _caches((8, 64), (8, 512), (16, 32768)))
+    assert (b.kc, b.mc) == (256, 32) and "capped" not in b.why[1]
+
+
 def test_nc_below_the_cap_comes_from_the_l3():
-    # a 1 MiB 16-way L3 (1024 sets, 64 KiB a way): 2*KC*MC*S = 2*256*128*4 bytes = 4 ways,
-    # C_Bc = 16 - 1 - 4 = 11, NC = 11 * 65536 / (256 * 4) = 704
+    # a 1 MiB 16-way L3 (1024 sets, 64 KiB a way): 2*KC*MC*S = 2*256*64*4 bytes = 2 ways,
+    # C_Bc = 16 - 1 - 2 = 13, NC = 13 * 65536 / (256 * 4) = 832
     b = model_blocking(4, 24, _caches((8, 64), (8, 1024), (16, 1024)))
-    assert (b.kc, b.mc, b.nc) == (256, 128, 696)       # 704 rounded down to NR = 24
+    assert (b.kc, b.mc, b.nc) == (256, 64, 816)        # 832 rounded down to NR = 24
 
 
 def test_missing_levels_fall_back():
