@@ -12,7 +12,10 @@ one after the other, which a machine whose clock moves within the hour cannot ra
 
 A contender may carry a blocking override after a colon, as in `microkernel bench
 --blocking`: `--kernels "avx512_8x32_u4;avx512_8x32_u4:kc=256,mc=192"` (separate
-contenders with ';' when any has a blocking; the model's value fills what is left out).
+contenders with ';' when any has a blocking; the model's value fills what is left out),
+and a micro-kernel source of its own after an '@' (`microkernel.get_kernel(...,
+source=)`): `--kernels "avx2_4x24_u8;avx2_4x24_u8@my_4x24.c"` builds the same driver
+around my_4x24.c; such a variant must pass the whole edge catalogue before any timing.
 Every contender gets its KC/MC/NC as a resolved Blocking, so all take the same path
 through gemm(). Each contender's result is checked once per shape against a float64
 reference (microkernel.validate's error bound) before any timing.
@@ -37,6 +40,7 @@ from threadpoolctl import threadpool_limits
 
 import microkernel as mk
 from microkernel import validate, workloads
+from microkernel.build import BuildError
 from microkernel.bench import numpy_blas_info
 from microkernel.cli import _blocking_arg
 from microkernel.gemm import blocking_for
@@ -77,16 +81,18 @@ def write_json(path, data):
 
 
 def parse_contenders(ap, text):
-    """[(label, kernel, Blocking)] from --kernels; a bad item is a usage error."""
+    """[(label, kernel, Blocking)] from --kernels (items NAME[@SOURCE][:kc=N,...]); a bad
+    item is a usage error."""
     sep = ";" if ";" in text or ":" in text else ","
     out = []
     for item in (s.strip() for s in text.split(sep)):
         name, _, blk = item.partition(":")
+        name, _, source = name.partition("@")
         try:
-            kern = mk.get_kernel(name)
+            kern = mk.get_kernel(name, source=source or None)
             override = _blocking_arg(blk) if blk else {}
             blocking = blocking_for(kern).replace(**override)
-        except (argparse.ArgumentTypeError, ValueError, mk.TileError,
+        except (argparse.ArgumentTypeError, ValueError, OSError, BuildError, mk.TileError,
                 mk.IsaUnavailableError) as exc:
             hint = " (separate contenders with ';' when one has a blocking)" if "," in name else ""
             ap.error(f"--kernels {item!r}: {exc}{hint}")
@@ -114,6 +120,13 @@ def main():
     if args.json is not None and not args.json.parent.is_dir():
         ap.error(f"--json: directory {str(args.json.parent)!r} does not exist")
     contenders = parse_contenders(ap, args.kernels)
+    for label, kern, _ in contenders:
+        if kern.source is not None:   # a hand-made micro-kernel: correct before fast
+            bad = [r for r in validate.run_catalogue(kern) if not r.ok]
+            if bad:
+                raise SystemExit(f"{label}: {len(bad)} edge-catalogue case(s) failed, first "
+                                 f"{bad[0].case.label}: {bad[0].detail}")
+            print(f"{label}: edge catalogue passed")
     try:
         problems = workloads.square([positive_int(n) for n in args.sizes.split(",") if n.strip()])
         if args.workload:

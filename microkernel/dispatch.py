@@ -9,6 +9,7 @@ compiled and imported only after its ISA is cleared here.
 from __future__ import annotations
 
 import os
+import re
 
 from .tile import BUILTIN_TILES, ISAS, TileError, TileSpec
 
@@ -65,12 +66,20 @@ def kernels() -> list[str]:
     return [s.name for s in runnable]
 
 
-def get_kernel(name: str | TileSpec | None = None):
+def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike | None = None):
     """Load a kernel by name (any legal tile name, e.g. ``avx512_12x32``), by spec, or
     the default for the best usable ISA when ``name`` is None.
 
-    Raises TileError (bad or unknown name; lists the built-ins), IsaUnavailableError
-    (this CPU/OS cannot run the tile's ISA) and build.BuildError (compiler failure).
+    ``source``: a C file that replaces the generated micro-kernel of that tile (a
+    hand-written or edited variant, built with the same driver and flags). It must
+    define the tile's micro-kernel (``mk_ukernel_<name>``, contract in
+    ``c_src/mk_ukernel.h``) and, for x86 tiles of several vectors per row, its edge
+    entry point (``mk_ukernel_<name>_edge``); the generated file in ``c_src/ukernels/``
+    or ``python -m microkernel.codegen`` is the place to start from.
+
+    Raises TileError (bad or unknown name, lists the built-ins; a source without the
+    tile's symbols), IsaUnavailableError (this CPU/OS cannot run the tile's ISA),
+    OSError (source unreadable) and build.BuildError (compiler failure).
     """
     from .kernel import load
     if name is None:
@@ -90,4 +99,18 @@ def get_kernel(name: str | TileSpec | None = None):
         raise IsaUnavailableError(
             f"{spec.name} needs {spec.isa}, which this CPU/OS cannot run here "
             f"(usable: {', '.join(usable)})")
-    return load(spec)
+    if source is None:
+        return load(spec)
+    from . import codegen
+    path = os.fspath(source)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    family = codegen._family(spec.isa)
+    needed = [codegen.symbol(spec)]
+    if hasattr(family, "edge_symbol") and family.edge_symbol(spec) != "NULL":
+        needed.append(family.edge_symbol(spec))
+    missing = [sym for sym in needed if not re.search(rf"\b{sym}\s*\(", text)]
+    if missing:
+        raise TileError(f"{path} does not define {' or '.join(missing)}, which the "
+                        f"{spec.name} module calls (contract: c_src/mk_ukernel.h)")
+    return load(spec, text, path)

@@ -71,13 +71,21 @@ COMMON_CFLAGS = ("-O3", "-fopenmp", "-fno-math-errno", "-Wall")
 
 @dataclasses.dataclass(frozen=True)
 class Kernel:
-    """A loaded kernel. ``module.lib`` has the C entry points of ``CDEF``."""
+    """A loaded kernel. ``module.lib`` has the C entry points of ``CDEF``; ``source``
+    is the path of a micro-kernel source that replaced the generated one (None: the
+    generated one)."""
     spec: TileSpec
     module: object
+    source: str | None = None
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def label(self) -> str:
+        """``name``, or ``name@source`` when a source file replaced the micro-kernel."""
+        return self.name if self.source is None else f"{self.name}@{self.source}"
 
     @property
     def lib(self):
@@ -121,8 +129,9 @@ class Kernel:
         return flops[0] / secs / 1e9
 
 
-def module_source(spec: TileSpec) -> str:
-    """The whole C source of a kernel's module (micro-kernel, peak loop, glue)."""
+def module_source(spec: TileSpec, ukernel_source: str | None = None) -> str:
+    """The whole C source of a kernel's module (micro-kernel, peak loop, glue);
+    ``ukernel_source`` (C text) replaces the generated micro-kernel."""
     family = codegen._family(spec.isa)
     nr = family.nr_expr(spec) if hasattr(family, "nr_expr") else str(spec.nr)
     edge = family.edge_symbol(spec) if hasattr(family, "edge_symbol") else "NULL"
@@ -131,13 +140,15 @@ def module_source(spec: TileSpec) -> str:
     specialise = ("" if not nr.isdigit() else
                   f"#define MK_MR {spec.mr}\n#define MK_NR {nr}\n#define MK_UKERNEL {sym}")
     glue = GLUE.format(mr=spec.mr, nr=nr, sym=sym, edge=edge, specialise=specialise)
-    return "\n".join([codegen.generate(spec), codegen.generate_peak(spec.isa), glue])
+    ukernel = codegen.generate(spec) if ukernel_source is None else ukernel_source
+    return "\n".join([ukernel, codegen.generate_peak(spec.isa), glue])
 
 
-def _build_args(spec: TileSpec) -> dict:
+def _build_args(spec: TileSpec, ukernel_source: str | None = None) -> dict:
     src_dir = build.c_src_dir()
     return dict(
-        name=spec.name, cdef=CDEF, source=module_source(spec),
+        name=spec.name if ukernel_source is None else f"{spec.name}_src",
+        cdef=CDEF, source=module_source(spec, ukernel_source),
         cflags=COMMON_CFLAGS + spec.info.cflags, include_dirs=(str(src_dir),),
         ldflags=("-fopenmp",),
         depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h"])
@@ -150,10 +161,13 @@ def compile_only(spec: TileSpec):
 
 
 @functools.lru_cache(maxsize=None)
-def load(spec: TileSpec) -> Kernel:
-    """Generate, compile (cached) and import ``spec``'s kernel module.
+def load(spec: TileSpec, ukernel_source: str | None = None,
+         source_path: str | None = None) -> Kernel:
+    """Generate, compile (cached) and import ``spec``'s kernel module; with
+    ``ukernel_source`` (the C text read from ``source_path``), that micro-kernel
+    instead of the generated one.
 
     The caller must have checked that this CPU and OS run ``spec.isa``
     (``dispatch.get_kernel`` does). Raises ``build.BuildError`` on compile errors.
     """
-    return Kernel(spec, build.load_module(**_build_args(spec)))
+    return Kernel(spec, build.load_module(**_build_args(spec, ukernel_source)), source_path)

@@ -246,12 +246,12 @@ def run_case(kernel, case: Case, seed: int = 0) -> Result:
         out = gemm(A, B, C, alpha=case.alpha, beta=case.beta, kernel=kernel,
                    threads=case.threads, blocking=blk)
     except Exception as exc:  # a kernel bug surfaces as a failed case, not a crash
-        return Result(kernel.name, case, False, np.inf, True, f"{type(exc).__name__}: {exc}")
+        return Result(kernel.label, case, False, np.inf, True, f"{type(exc).__name__}: {exc}")
     if out is not C:
-        return Result(kernel.name, case, False, np.inf, True, "gemm did not return C")
+        return Result(kernel.label, case, False, np.inf, True, "gemm did not return C")
     C_ref, bound = reference(A, B, C0, case.alpha, case.beta)
     ok, ratio, guard_ok, detail = check(C, C_ref, bound, base_c, mask_c)
-    return Result(kernel.name, case, ok, ratio, guard_ok, detail)
+    return Result(kernel.label, case, ok, ratio, guard_ok, detail)
 
 
 def catalogue_for(kernel, quick: bool = False) -> list[Case]:

@@ -1,0 +1,78 @@
+"""A tile's micro-kernel replaced by a C file of the user's (``get_kernel(name,
+source=)``, ``microkernel validate --source``, ``bench/kernel_ab.py`` NAME@FILE): built
+around the same driver, its own module, checked by the edge catalogue like a built-in,
+and a clear error when the file lacks the tile's symbols. Uses scalar_4x4, which runs on
+every machine."""
+import pathlib
+import runpy
+import sys
+
+import numpy as np
+import pytest
+
+import microkernel as mk
+from microkernel import validate
+from microkernel.cli import main
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GENERATED = (ROOT / "c_src" / "ukernels" / "f32_gemm_4x4_scalar.c").read_text()
+# the beta == 0 branch forgets element (3, 3) of the C tile
+LAST_STORE = "            *(c + 3 * rs_c + 3) = c3_3;\n"
+
+
+def _variant(tmp_path, text, name="variant.c"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_correct_variant_is_its_own_module_and_passes(tmp_path):
+    path = _variant(tmp_path, "/* an edited copy */\n" + GENERATED)
+    k = mk.get_kernel("scalar_4x4", source=path)
+    builtin = mk.get_kernel("scalar_4x4")
+    assert k.source == str(path) and k.label == f"scalar_4x4@{path}"
+    assert k.module is not builtin.module and (k.mr, k.nr) == (4, 4)
+    assert all(r.ok for r in validate.run_catalogue(k, quick=True))
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((37, 21), dtype=np.float32)
+    B = rng.standard_normal((21, 19), dtype=np.float32)
+    C = mk.gemm(A, B, kernel=k)
+    ref, bound = validate.reference(A, B, np.zeros_like(C), 1.0, 0.0)
+    assert validate.check(C, ref, bound)[0]
+
+
+def test_a_broken_variant_fails_the_catalogue(tmp_path):
+    assert GENERATED.count(LAST_STORE) == 1
+    k = mk.get_kernel("scalar_4x4", source=_variant(tmp_path, GENERATED.replace(LAST_STORE, "")))
+    bad = [r for r in validate.run_catalogue(k, quick=True) if not r.ok]
+    assert bad and all(r.kernel == k.label for r in bad)
+
+
+def test_a_source_without_the_symbol_is_a_clear_error(tmp_path):
+    text = GENERATED.replace("mk_ukernel_scalar_4x4(", "my_kernel(")
+    with pytest.raises(mk.TileError, match="does not define mk_ukernel_scalar_4x4"):
+        mk.get_kernel("scalar_4x4", source=_variant(tmp_path, text))
+    with pytest.raises(OSError):
+        mk.get_kernel("scalar_4x4", source=tmp_path / "missing.c")
+
+
+def test_validate_cli_takes_a_source(tmp_path, capsys):
+    good = _variant(tmp_path, GENERATED, "good.c")
+    broken = _variant(tmp_path, GENERATED.replace(LAST_STORE, ""), "broken.c")
+    assert main(["validate", "--kernel", "scalar_4x4", "--source", str(good), "--quick"]) == 0
+    assert main(["validate", "--kernel", "scalar_4x4", "--source", str(broken), "--quick"]) == 1
+    assert f"scalar_4x4@{broken}" in capsys.readouterr().out
+    assert main(["validate", "--kernel", "scalar_4x4", "--kernel", "scalar_4x4",
+                 "--source", str(good)]) == 2
+    assert "exactly one --kernel" in capsys.readouterr().err
+
+
+def test_kernel_ab_refuses_to_time_a_broken_variant(tmp_path, monkeypatch):
+    broken = _variant(tmp_path, GENERATED.replace(LAST_STORE, ""))
+    timed = []
+    monkeypatch.setattr(mk, "gemm", lambda *a, **kw: timed.append(1))
+    monkeypatch.setattr(sys, "argv", ["kernel_ab.py", "--kernels", f"scalar_4x4;scalar_4x4@{broken}",
+                                      "--sizes", "16", "--rounds", "1"])
+    with pytest.raises(SystemExit, match="edge-catalogue case"):
+        runpy.run_path(str(ROOT / "bench" / "kernel_ab.py"))["main"]()
+    assert not timed
