@@ -15,7 +15,9 @@ A contender may carry a blocking override after a colon, as in `microkernel benc
 contenders with ';' when any has a blocking; the model's value fills what is left out),
 and a micro-kernel source of its own after an '@' (`microkernel.get_kernel(...,
 source=)`): `--kernels "avx2_4x24_u8;avx2_4x24_u8@my_4x24.c"` builds the same driver
-around my_4x24.c; such a variant must pass the whole edge catalogue before any timing.
+around my_4x24.c (a path without ':' or ';'). Such a variant must first pass the whole
+edge catalogue (at the model's blocking, plus the catalogue's own tiny blockings); then,
+like every contender, its result on each shape under its own blocking is checked.
 Every contender gets its KC/MC/NC as a resolved Blocking, so all take the same path
 through gemm(). Each contender's result is checked once per shape against a float64
 reference (microkernel.validate's error bound) before any timing.
@@ -105,7 +107,8 @@ def parse_contenders(ap, text):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernels", required=True,
-                    help="tile names, comma-separated (or ';'-separated, each NAME[:kc=N,mc=N,nc=N])")
+                    help="tile names, comma-separated (or ';'-separated, each "
+                         "NAME[@SOURCE.c][:kc=N,mc=N,nc=N])")
     ap.add_argument("--sizes", default="512,1024,2048", help="square n, comma-separated ('' for none)")
     ap.add_argument("--workload", default=None,
                     help="also a shipped workload (deepbench, square or minilm)")
@@ -120,13 +123,6 @@ def main():
     if args.json is not None and not args.json.parent.is_dir():
         ap.error(f"--json: directory {str(args.json.parent)!r} does not exist")
     contenders = parse_contenders(ap, args.kernels)
-    for label, kern, _ in contenders:
-        if kern.source is not None:   # a hand-made micro-kernel: correct before fast
-            bad = [r for r in validate.run_catalogue(kern) if not r.ok]
-            if bad:
-                raise SystemExit(f"{label}: {len(bad)} edge-catalogue case(s) failed, first "
-                                 f"{bad[0].case.label}: {bad[0].detail}")
-            print(f"{label}: edge catalogue passed")
     try:
         problems = workloads.square([positive_int(n) for n in args.sizes.split(",") if n.strip()])
         if args.workload:
@@ -135,6 +131,13 @@ def main():
         ap.error(f"--sizes/--workload: {exc}")
     if not problems:
         ap.error("no shapes: give --sizes or --workload")
+    for label, kern, _ in contenders:
+        if kern.source is not None:   # a hand-made micro-kernel: correct before fast
+            bad = [r for r in validate.run_catalogue(kern) if not r.ok]
+            if bad:
+                raise SystemExit(f"{label}: {len(bad)} edge-catalogue case(s) failed, first "
+                                 f"{bad[0].case.label}: {bad[0].detail}")
+            print(f"{label}: edge catalogue passed")
 
     rng = np.random.default_rng(0)
     pause = 0.3 if args.threads > 1 else 0.0   # let spinning BLAS/OpenMP workers sleep

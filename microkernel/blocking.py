@@ -30,9 +30,11 @@ One empirical cap on top (measured, not derived; README "Design notes"):
 
 * MC <= A_BLOCK_L1S * L1 bytes / (KC * S): the packed A block is at most twice the L1
   data cache. The L2 rule gives MC = 720 for avx512_8x32_u4 on Sapphire Rapids' 2 MiB
-  L2 and 128 for avx2_4x24_u8 on Zen 3's 512 KiB; MC of 64-120 ran faster on both
-  machines' shared VMs (Sapphire Rapids: 2-8% on most squares and DeepBench shapes in
-  three runs; Zen 3: level to 3% ahead), so the cap gives 88 and 64.
+  L2 and 128 for avx2_4x24_u8 on Zen 3's 512 KiB. On Sapphire Rapids (a shared VM)
+  MC of 64-120 ran faster than 720 at n = 1024 and 2048 in all eight runs (n = 1024:
+  1.012 against 0.913 of numpy with the cap; n = 2000 went the other way in the three
+  runs through gemm() that had it); on Zen 3 MC = 64 measured level with 128 through
+  gemm() and 1-3% ahead in a C harness. The cap gives 88 and 64.
 """
 from __future__ import annotations
 
@@ -89,21 +91,21 @@ def model_blocking(mr: int, nr: int, caches) -> Blocking:
     why.append(f"KC={kc}: L1 {l1.ways}-way x {l1.sets} sets x {l1.line_bytes} B, "
                f"C_Ar={c_ar:.2f} ways hold the A micro-panel, {c_ar * nr / mr:.2f} the B micro-panel")
     if l2 is None:
-        mc = FALLBACK.mc
-        why.append(f"MC={mc}: no L2 data, default")
+        mc, rule, reason = FALLBACK.mc, "the default", "no L2 data, default"
     else:
         c_ac = max(1, l2.ways // 2 - 1 - math.ceil(2 * kc * nr * S / (l2.line_bytes * l2.sets)))
         mc = _round_down(c_ac * l2.sets * l2.line_bytes // (kc * S), mr)
+        rule = "the L2 rule"
         reason = (f"L2 {l2.ways}-way x {l2.sets} sets, C_Ac={c_ac} of the "
                   f"{l2.ways // 2} ways given to the A block")
-        l1_bytes = l1.ways * l1.sets * l1.line_bytes
-        cap = _round_down(A_BLOCK_L1S * l1_bytes // (kc * S), mr)
-        if cap < mc:
-            reason = (f"the L2 rule gives {mc} ({reason}); capped so that the A block "
-                      f"(MC x KC x {S} B) is at most {A_BLOCK_L1S} x L1 = "
-                      f"{A_BLOCK_L1S * l1_bytes // 1024} KiB")
-            mc = cap
-        why.append(f"MC={mc}: {reason}")
+    l1_bytes = l1.ways * l1.sets * l1.line_bytes
+    cap = _round_down(A_BLOCK_L1S * l1_bytes // (kc * S), mr)
+    if cap < mc:
+        reason = (f"{rule} gives {mc} ({reason}); capped so that the A block "
+                  f"(MC x KC x {S} B) is at most {A_BLOCK_L1S} x L1 = "
+                  f"{A_BLOCK_L1S * l1_bytes // 1024} KiB")
+        mc = cap
+    why.append(f"MC={mc}: {reason}")
     if l3 is None:
         nc = _round_down(FALLBACK.nc, nr)
         why.append(f"NC={nc}: no L3 data, default")

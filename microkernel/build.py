@@ -190,11 +190,15 @@ def load_module(name: str, cdef: str, source: str, *, cflags=(), include_dirs=()
     Raises
     ------
     BuildError
-        No compiler, or the compiler failed (its message is included).
+        No compiler, the compiler failed (its message is included), or the module
+        does not import (an undefined symbol).
     """
     modname, dest = build_module(name, cdef, source, cflags=cflags, include_dirs=include_dirs,
                                  ldflags=ldflags, depends=depends)
     with _LOCK:
         if modname not in _LOADED:
-            _LOADED[modname] = _import(modname, dest)
+            try:
+                _LOADED[modname] = _import(modname, dest)
+            except ImportError as exc:   # e.g. a symbol declared but never defined
+                raise BuildError(f"{name}: the compiled module does not load: {exc}") from None
         return _LOADED[modname]

@@ -110,7 +110,7 @@ def cmd_validate(args) -> int:
     from .dispatch import get_kernel, kernels
     from .validate import run_catalogue
     names = args.kernel or kernels()
-    if args.source is not None and len(names) != 1:
+    if args.source is not None and len(args.kernel or ()) != 1:
         raise ValueError("--source replaces the micro-kernel of one tile: give exactly one --kernel")
     report, failed = [], 0
     t = Table(title="edge catalogue vs float64 reference (bound c*(K+2)*u*(|a||A||B|+|b||C0|), c=2)")

@@ -70,16 +70,20 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
     """Load a kernel by name (any legal tile name, e.g. ``avx512_12x32``), by spec, or
     the default for the best usable ISA when ``name`` is None.
 
-    ``source``: a C file that replaces the generated micro-kernel of that tile (a
-    hand-written or edited variant, built with the same driver and flags). It must
+    ``source``: path (relative to the working directory, kept as given in
+    ``Kernel.label``) of a UTF-8 C file that replaces the generated micro-kernel of that
+    tile: a hand-written or edited variant, compiled with the same driver and the ISA's
+    flags in one translation unit ahead of the driver (so its file-scope names must not
+    clash with the driver's ``mk_*`` ones; it may include system headers only). It must
     define the tile's micro-kernel (``mk_ukernel_<name>``, contract in
     ``c_src/mk_ukernel.h``) and, for x86 tiles of several vectors per row, its edge
-    entry point (``mk_ukernel_<name>_edge``); the generated file in ``c_src/ukernels/``
-    or ``python -m microkernel.codegen`` is the place to start from.
+    entry point (``mk_ukernel_<name>_edge``); start from the generated file in
+    ``c_src/ukernels/`` or from ``microkernel.codegen.generate(spec)``.
 
-    Raises TileError (bad or unknown name, lists the built-ins; a source without the
-    tile's symbols), IsaUnavailableError (this CPU/OS cannot run the tile's ISA),
-    OSError (source unreadable) and build.BuildError (compiler failure).
+    Raises TileError (bad or unknown name, lists the built-ins; a source that does not
+    define the tile's symbols), IsaUnavailableError (this CPU/OS cannot run the tile's
+    ISA), OSError (source unreadable), UnicodeDecodeError (not UTF-8) and
+    build.BuildError (compiler failure, or a module that does not load).
     """
     from .kernel import load
     if name is None:
@@ -109,7 +113,9 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
     needed = [codegen.symbol(spec)]
     if hasattr(family, "edge_symbol") and family.edge_symbol(spec) != "NULL":
         needed.append(family.edge_symbol(spec))
-    missing = [sym for sym in needed if not re.search(rf"\b{sym}\s*\(", text)]
+    # a definition: the name, its parameter list, then the body's brace
+    missing = [sym for sym in needed
+               if not re.search(rf"\b{re.escape(sym)}\s*\([^;{{}}]*\)\s*\{{", text)]
     if missing:
         raise TileError(f"{path} does not define {' or '.join(missing)}, which the "
                         f"{spec.name} module calls (contract: c_src/mk_ukernel.h)")

@@ -168,6 +168,10 @@ def load(spec: TileSpec, ukernel_source: str | None = None,
     instead of the generated one.
 
     The caller must have checked that this CPU and OS run ``spec.isa``
-    (``dispatch.get_kernel`` does). Raises ``build.BuildError`` on compile errors.
+    (``dispatch.get_kernel`` does). Raises ``build.BuildError`` on compile errors and
+    ValueError for a ``ukernel_source`` without its ``source_path`` (which marks the
+    kernel as not generated).
     """
+    if (ukernel_source is None) != (source_path is None):
+        raise ValueError("load(): ukernel_source and source_path go together")
     return Kernel(spec, build.load_module(**_build_args(spec, ukernel_source)), source_path)

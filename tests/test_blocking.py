@@ -72,6 +72,8 @@ def test_nc_below_the_cap_comes_from_the_l3():
 def test_missing_levels_fall_back():
     assert model_blocking(4, 24, _caches(None, (8, 1024), (16, 32768))) == FALLBACK
     no_l2 = model_blocking(4, 24, _caches((8, 64), None, (16, 32768)))
-    assert (no_l2.kc, no_l2.mc) == (256, FALLBACK.mc) and "no L2 data" in no_l2.why[1]
+    # the default MC (120) is over the cap of 2 x 32 KiB / (256 * 4) = 64
+    assert (no_l2.kc, no_l2.mc) == (256, 64) and FALLBACK.mc == 120
+    assert "no L2 data" in no_l2.why[1] and "capped" in no_l2.why[1]
     no_l3 = model_blocking(4, 24, _caches((8, 64), (8, 1024), None))
     assert no_l3.nc == FALLBACK.nc // 24 * 24 and "no L3 data" in no_l3.why[2]

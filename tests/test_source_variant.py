@@ -12,6 +12,7 @@ import pytest
 
 import microkernel as mk
 from microkernel import validate
+from microkernel.build import BuildError
 from microkernel.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -52,8 +53,31 @@ def test_a_source_without_the_symbol_is_a_clear_error(tmp_path):
     text = GENERATED.replace("mk_ukernel_scalar_4x4(", "my_kernel(")
     with pytest.raises(mk.TileError, match="does not define mk_ukernel_scalar_4x4"):
         mk.get_kernel("scalar_4x4", source=_variant(tmp_path, text))
+    # a prototype, a comment or a call is not a definition
+    declared = ("#include <stdint.h>\n/* mk_ukernel_scalar_4x4(kc, ...) */\n"
+                "void mk_ukernel_scalar_4x4(int64_t kc, const float *alpha, const float *a,"
+                " const float *b, const float *beta, float *c, int64_t rs_c, int64_t cs_c);\n")
+    with pytest.raises(mk.TileError, match="does not define mk_ukernel_scalar_4x4"):
+        mk.get_kernel("scalar_4x4", source=_variant(tmp_path, declared, "declared.c"))
     with pytest.raises(OSError):
         mk.get_kernel("scalar_4x4", source=tmp_path / "missing.c")
+
+
+def test_a_module_that_does_not_load_is_a_build_error(tmp_path):
+    # defined, compiles (a shared object may leave symbols undefined), fails to import
+    text = GENERATED.replace("#include <stdint.h>\n",
+                             "#include <stdint.h>\nvoid mk_helper_nowhere(void);\n", 1)
+    text = text.replace("    if (cs_c == 1) {", "    mk_helper_nowhere();\n    if (cs_c == 1) {", 1)
+    with pytest.raises(BuildError, match="does not load.*mk_helper_nowhere"):
+        mk.get_kernel("scalar_4x4", source=_variant(tmp_path, text))
+
+
+@pytest.mark.skipif(not mk.probe().supports("avx2"), reason="needs a CPU with AVX2")
+def test_x86_tiles_of_several_vectors_need_the_edge_entry_point(tmp_path):
+    src = (ROOT / "c_src" / "ukernels" / "f32_gemm_4x24_u8_avx2.c").read_text()
+    text = src.replace("mk_ukernel_avx2_4x24_u8_edge(", "my_edge(")
+    with pytest.raises(mk.TileError, match="does not define mk_ukernel_avx2_4x24_u8_edge"):
+        mk.get_kernel("avx2_4x24_u8", source=_variant(tmp_path, text))
 
 
 def test_validate_cli_takes_a_source(tmp_path, capsys):
@@ -62,9 +86,11 @@ def test_validate_cli_takes_a_source(tmp_path, capsys):
     assert main(["validate", "--kernel", "scalar_4x4", "--source", str(good), "--quick"]) == 0
     assert main(["validate", "--kernel", "scalar_4x4", "--source", str(broken), "--quick"]) == 1
     assert f"scalar_4x4@{broken}" in capsys.readouterr().out
-    assert main(["validate", "--kernel", "scalar_4x4", "--kernel", "scalar_4x4",
-                 "--source", str(good)]) == 2
-    assert "exactly one --kernel" in capsys.readouterr().err
+    for argv in (["--kernel", "scalar_4x4", "--kernel", "scalar_4x4"], []):
+        assert main(["validate", *argv, "--source", str(good)]) == 2
+        assert "exactly one --kernel" in capsys.readouterr().err
+    assert main(["validate", "--kernel", "scalar_4x4", "--source", str(tmp_path / "no.c")]) == 2
+    assert "No such file" in capsys.readouterr().err
 
 
 def test_kernel_ab_refuses_to_time_a_broken_variant(tmp_path, monkeypatch):
@@ -76,3 +102,11 @@ def test_kernel_ab_refuses_to_time_a_broken_variant(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="edge-catalogue case"):
         runpy.run_path(str(ROOT / "bench" / "kernel_ab.py"))["main"]()
     assert not timed
+
+
+def test_kernel_ab_names_a_missing_source_as_a_usage_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["kernel_ab.py", "--kernels",
+                                      f"scalar_4x4@{tmp_path / 'no.c'}", "--sizes", "16"])
+    with pytest.raises(SystemExit) as exc:
+        runpy.run_path(str(ROOT / "bench" / "kernel_ab.py"))["main"]()
+    assert exc.value.code == 2 and "No such file" in capsys.readouterr().err
