@@ -85,7 +85,7 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
     ISA), OSError (source unreadable), UnicodeDecodeError (not UTF-8) and
     build.BuildError (compiler failure, or a module that does not load).
     """
-    from .kernel import load
+    from .kernel import load, ukernel_symbols
     if name is None:
         spec = default_tile()
     elif isinstance(name, TileSpec):
@@ -105,16 +105,11 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
             f"(usable: {', '.join(usable)})")
     if source is None:
         return load(spec)
-    from . import codegen
     path = os.fspath(source)
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    family = codegen._family(spec.isa)
-    needed = [codegen.symbol(spec)]
-    if hasattr(family, "edge_symbol") and family.edge_symbol(spec) != "NULL":
-        needed.append(family.edge_symbol(spec))
     # a definition: the name, its parameter list, then the body's brace
-    missing = [sym for sym in needed
+    missing = [sym for sym in ukernel_symbols(spec)
                if not re.search(rf"\b{re.escape(sym)}\s*\([^;{{}}]*\)\s*\{{", text)]
     if missing:
         raise TileError(f"{path} does not define {' or '.join(missing)}, which the "

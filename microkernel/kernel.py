@@ -129,12 +129,26 @@ class Kernel:
         return flops[0] / secs / 1e9
 
 
+def _edge_symbol(spec: TileSpec) -> str:
+    """C name of the tile's edge entry point, or ``NULL`` when the driver's buffer
+    handles its edges."""
+    family = codegen._family(spec.isa)
+    return family.edge_symbol(spec) if hasattr(family, "edge_symbol") else "NULL"
+
+
+def ukernel_symbols(spec: TileSpec) -> list[str]:
+    """The C functions a micro-kernel source must define for ``spec``'s module: the
+    micro-kernel and, where the tile has one, its edge entry point."""
+    edge = _edge_symbol(spec)
+    return [codegen.symbol(spec)] + ([edge] if edge != "NULL" else [])
+
+
 def module_source(spec: TileSpec, ukernel_source: str | None = None) -> str:
     """The whole C source of a kernel's module (micro-kernel, peak loop, glue);
     ``ukernel_source`` (C text) replaces the generated micro-kernel."""
     family = codegen._family(spec.isa)
     nr = family.nr_expr(spec) if hasattr(family, "nr_expr") else str(spec.nr)
-    edge = family.edge_symbol(spec) if hasattr(family, "edge_symbol") else "NULL"
+    edge = _edge_symbol(spec)
     sym = codegen.symbol(spec)
     # a tile fixed at compile time gets a driver specialised for it (see driver.c)
     specialise = ("" if not nr.isdigit() else
