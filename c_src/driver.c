@@ -53,6 +53,20 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 #else
 #define MK_TILE_NR(uk) ((uk)->nr)
 #endif
+/* MK_C_ALIGN (bytes, a power of two dividing NR * 4; 0: off): when C's rows all start
+ * the same distance past an MK_C_ALIGN boundary (unit column stride, row stride a
+ * multiple of it), the first NR-wide panel of each N slice is narrowed to the columns
+ * before the next boundary (fewer than NR), so that every later C tile starts on one. kernel.py sets it to 64 for tiles
+ * whose vectors are 64 bytes (AVX-512), where every vector access to C at numpy's
+ * 16-byte offset would split a cache line: measured on Sapphire Rapids with A, B, C at
+ * that offset (bench/gemm_vs_openblas.sh, xeon_cpf_ab2.txt, 7 rounds), 0.907 / 0.955 /
+ * 0.999 of OpenBLAS against 0.832 / 0.934 / 0.983 at n = 2000 / 2048 / 1024, and 0.924
+ * / 0.949 / 1.000 with everything 64-byte aligned. With 32-byte vectors on Zen 3 it
+ * measured level (zen3_c_align_ab.txt), so AVX2 modules leave it off. */
+#ifndef MK_C_ALIGN
+#define MK_C_ALIGN 0
+#endif
+
 #ifdef MK_UKERNEL
 #define MK_CALL_UKERNEL(uk, ...) MK_UKERNEL(__VA_ARGS__)
 #else
@@ -465,26 +479,44 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
 {
     const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
     const float one = 1.0f;
-    for (int64_t jc = 0; jc < n; jc += nc_blk) {
-        const int64_t nc = mk_min(nc_blk, n - jc);
-        const int64_t npanels = (nc + nr - 1) / nr;
+    /* lead: columns of C before its first MK_C_ALIGN boundary (see MK_C_ALIGN); they
+     * form a narrow first panel (w0 wide) of the first NC block */
+    int64_t lead = 0;
+    if (MK_C_ALIGN > 0 && (nr * 4) % MK_C_ALIGN == 0 && cs_c == 1 && (uintptr_t)c % 4 == 0
+        && (rs_c * 4) % MK_C_ALIGN == 0) {
+        lead = (int64_t)((MK_C_ALIGN - (uintptr_t)c % MK_C_ALIGN) % MK_C_ALIGN) / 4;
+        if (lead >= n)
+            lead = 0;
+    }
+    for (int64_t jc = 0; jc < n;) {
+        const int64_t w0 = jc == 0 ? lead : 0;
+        const int64_t nc = mk_min(w0 + nc_blk, n - jc);
+        const int64_t npanels = (w0 > 0) + (nc - w0 + nr - 1) / nr;
         for (int64_t pc = 0; pc < k; pc += kc_blk) {
             const int64_t kc = mk_min(kc_blk, k - pc);
             const float *beta_p = pc == 0 ? &beta : &one;
-            mk_pack_block(nc, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
+            if (w0 > 0)
+                mk_pack_block(w0, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
+            mk_pack_block(nc - w0, kc, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
+                          b_pack + (w0 > 0 ? nr * kc : 0));
             for (int64_t ic = 0; ic < m; ic += mc_blk) {
                 const int64_t mc = mk_min(mc_blk, m - ic);
                 const int64_t mpanels = (mc + mr - 1) / mr;
                 mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
-                for (int64_t jp = 0; jp < npanels; ++jp)
+                for (int64_t jp = 0; jp < npanels; ++jp) {
+                    /* panel jp starts at column j of this block and is ncur wide */
+                    const int64_t j = w0 > 0 && jp > 0 ? w0 + (jp - 1) * nr : jp * nr;
+                    const int64_t ncur = w0 > 0 && jp == 0 ? w0 : mk_min(nr, nc - j);
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
-                        const int64_t i = ip * mr, j = jp * nr;
-                        mk_tile(uk, mk_min(mr, mc - i), mk_min(nr, nc - j), kc, &alpha,
-                                a_pack + i * kc, b_pack + j * kc, beta_p,
+                        const int64_t i = ip * mr;
+                        mk_tile(uk, mk_min(mr, mc - i), ncur, kc, &alpha,
+                                a_pack + i * kc, b_pack + jp * nr * kc, beta_p,
                                 c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
                     }
+                }
             }
         }
+        jc += nc;
     }
 }
 
@@ -559,7 +591,9 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
     /* each packed block is followed by the packing's slack, rounded to keep 64-byte
      * alignment */
     const size_t a_floats = (size_t)mk_round_up(mc_blk * kc_blk + MK_PACK_SLACK, 16);
-    const size_t b_floats = (size_t)mk_round_up(kc_blk * nc_blk + MK_PACK_SLACK, 16);
+    /* MK_C_ALIGN's narrow first panel takes one more panel of B */
+    const size_t b_floats = (size_t)mk_round_up(
+        kc_blk * (nc_blk + (MK_C_ALIGN > 0 ? nr : 0)) + MK_PACK_SLACK, 16);
     const size_t edge_floats = (size_t)mk_round_up(mr * nr, 16);
     const size_t per_thread = a_floats + b_floats + edge_floats;
     float *ws = mk_ws_get(per_thread * (size_t)nthreads);

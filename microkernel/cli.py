@@ -197,9 +197,9 @@ def cmd_bench(args) -> int:
                   f"{bench.median_ratio(timings):.2f}")
         # extra memory of a call: the calling thread's packing workspace, reused
         ws = int(kern.lib.mk_workspace_bytes())
-        bound = threads * 4 * (blk.mc * blk.kc + blk.kc * blk.nc + kern.mr * kern.nr + 48)
+        bound = threads * 4 * (blk.mc * blk.kc + blk.kc * (blk.nc + kern.nr) + kern.mr * kern.nr + 48)
         con.print(f"packing workspace held after these calls: {ws / 2**20:.2f} MiB "
-                  f"(bound {threads} x (MC*KC + KC*NC + MR*NR + 48) floats = {bound / 2**20:.2f} MiB)")
+                  f"(bound {threads} x (MC*KC + KC*(NC+NR) + MR*NR + 48) floats = {bound / 2**20:.2f} MiB)")
         result.setdefault("workspace_bytes", {})[str(threads)] = ws
     if args.json:
         with open(args.json, "w") as f:

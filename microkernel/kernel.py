@@ -31,6 +31,13 @@ double mk_fma_peak(int64_t iters, double *flops);
 int64_t mk_workspace_bytes(void);
 """
 
+#: Vector width (bytes) at which the driver aligns C tiles (MK_C_ALIGN in driver.c): a
+#: vector of a whole cache line splits a line at every unaligned access to C (numpy's
+#: buffers start 16 bytes past a 64-byte boundary). Measured: a gain on Sapphire Rapids
+#: (AVX-512), level on Zen 3 with 32-byte vectors (bench/results/xeon_cpf_ab2.txt,
+#: zen3_c_align_ab.txt).
+C_ALIGN_VECTOR_BYTES = 64
+
 GLUE = """
 {specialise}
 #include "driver.c"
@@ -153,6 +160,10 @@ def module_source(spec: TileSpec, ukernel_source: str | None = None) -> str:
     # a tile fixed at compile time gets a driver specialised for it (see driver.c)
     specialise = ("" if not nr.isdigit() else
                   f"#define MK_MR {spec.mr}\n#define MK_NR {nr}\n#define MK_UKERNEL {sym}")
+    if spec.info.lanes is not None and spec.info.lanes * 4 == C_ALIGN_VECTOR_BYTES:
+        # C tiles on 64-byte boundaries (driver.c, MK_C_ALIGN); a source may set its own
+        specialise += (f"\n#ifndef MK_C_ALIGN\n#define MK_C_ALIGN {C_ALIGN_VECTOR_BYTES}"
+                       f"\n#endif")
     glue = GLUE.format(mr=spec.mr, nr=nr, sym=sym, edge=edge, specialise=specialise)
     ukernel = codegen.generate(spec) if ukernel_source is None else ukernel_source
     return "\n".join([ukernel, codegen.generate_peak(spec.isa), glue])

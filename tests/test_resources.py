@@ -140,7 +140,7 @@ def test_workspace_is_bounded_by_the_blocking():
     A, B, C, C0, alpha, beta, threads = _operands((big, big, big, 1.0, 0.0, "c", 2), rng)
     mk.gemm(A, B, C, kernel=kern, threads=2)
     ws = kern.lib.mk_workspace_bytes()
-    limit = 4 * (blk.mc * blk.kc + blk.kc * blk.nc + 2 * (kern.mr * kern.nr + 48)) + 64
+    limit = 4 * (blk.mc * blk.kc + blk.kc * (blk.nc + kern.nr) + 2 * (kern.mr * kern.nr + 48)) + 64
     assert 0 < ws <= limit
     A, B, C, C0, alpha, beta, threads = _operands((big + 37, big + 41, big + 43, 1.0, 0.0, "c", 2), rng)
     mk.gemm(A, B, C, kernel=kern, threads=2)

@@ -9,7 +9,8 @@ aborts the run. The harness runs, per kernel the probe clears, the edge catalogu
 (``microkernel.validate.catalogue``, written to a case file here), a sweep of every
 (M, N) remainder and a seeded random corpus, against a double-precision reference in
 C, and exits non-zero on any mismatch. Two builds: without OpenMP (the driver's
-single-thread path) and with -fopenmp, running every case with a 2-thread team.
+single-thread path) and with -fopenmp (and C tiles aligned to 64 bytes by a narrow first
+panel, MK_C_ALIGN), running every case with a 2-thread team.
 
 The AVX-512 kernel is compiled and linked too (so it is instrumented and its code
 checked by the compiler), but the harness only calls it when the probe clears
@@ -215,8 +216,10 @@ def _check_run(res, specs, cases_file, fuzz):
 @pytest.mark.slow
 @pytest.mark.parametrize("openmp", [False, True], ids=["serial", "openmp2"])
 def test_asan_ubsan_clean(san_dir, specs, cases_file, openmp):
-    exe = build_harness(san_dir / ("omp" if openmp else "serial"), specs, flags=SAN_FLAGS,
-                        openmp=openmp)
+    # the OpenMP build also aligns C tiles (MK_C_ALIGN, c_src/driver.c) for the tiles
+    # whose NR * 4 it divides (avx512_*, avx2_6x16, avx2_5x16_u4); the serial build not
+    exe = build_harness(san_dir / ("omp" if openmp else "serial"), specs,
+                        flags=SAN_FLAGS + (["-DMK_C_ALIGN=64"] if openmp else []), openmp=openmp)
     res = subprocess.run([str(exe), "--cases", str(cases_file), "--fuzz", str(FUZZ_PER_KERNEL[openmp]),
                           "--seed", str(SEED + openmp), "--threads", "2" if openmp else "1"],
                          capture_output=True, text=True, env=_san_env(), timeout=900)

@@ -1,0 +1,82 @@
+"""C tiles aligned by a narrow first panel (MK_C_ALIGN in c_src/driver.c; kernel.py sets
+it for tiles of 64-byte vectors). The path is exercised on any machine through a
+micro-kernel source that sets MK_C_ALIGN itself (get_kernel(name, source=)): the
+generated scalar_4x4 (16-byte alignment) and, where AVX2 runs, avx2_4x24_u8 (32), checked
+against a float64 reference at every start offset of C within a cache line, with one
+and two threads, beta = 0 (NaN in C) and beta != 0, and N narrower than the lead."""
+import pathlib
+
+import numpy as np
+import pytest
+
+import microkernel as mk
+from microkernel import validate
+from microkernel.kernel import module_source
+from microkernel.tile import TileSpec
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+#: kernel -> (generated file, MK_C_ALIGN: a power of two dividing NR * 4, as the driver needs)
+KERNELS = {"scalar_4x4": ("f32_gemm_4x4_scalar.c", 16),
+           "avx2_4x24_u8": ("f32_gemm_4x24_u8_avx2.c", 32)}
+
+
+@pytest.fixture(scope="module", params=list(KERNELS))
+def aligned_kernel(request, tmp_path_factory):
+    name = request.param
+    if TileSpec.from_name(name).isa not in mk.probe().isas:
+        pytest.skip(f"{name} does not run here")
+    stem, align = KERNELS[name]
+    src = tmp_path_factory.mktemp("align") / f"{name}_align{align}.c"
+    src.write_text(f"#define MK_C_ALIGN {align}\n"
+                   + (ROOT / "c_src" / "ukernels" / stem).read_text())
+    return mk.get_kernel(name, source=src)
+
+
+def _c_at(rows, cols, ldc, float_offset, fill):
+    """(raw, C): a (rows, cols) float32 view with row stride ldc floats whose first
+    element is float_offset floats past a 64-byte boundary inside raw; every other
+    element of raw holds a guard value."""
+    raw = np.full(rows * ldc + 48, 7.25, np.float32)
+    skip = (-raw.ctypes.data % 64) // 4 + float_offset
+    C = raw[skip:skip + rows * ldc].reshape(rows, ldc)[:, :cols]
+    C[...] = fill
+    assert C.ctypes.data % 64 == 4 * float_offset
+    return raw, C
+
+
+#: (m, n, k, ldc): the driver aligns only when every row starts at the same offset (ldc * 4
+#: a multiple of MK_C_ALIGN); 5 and 3 columns are narrower than some leads; ldc = 77
+#: leaves the path off
+SHAPES = [(37, 80, 29, 80), (64, 208, 300, 208), (9, 5, 3, 16), (20, 3, 40, 32), (33, 77, 50, 77)]
+
+
+@pytest.mark.parametrize("m,n,k,ldc", SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_offset_of_c_matches_the_reference(aligned_kernel, m, n, k, ldc, threads):
+    rng = np.random.default_rng(m * n + k)
+    A = rng.standard_normal((m, k), dtype=np.float32)
+    B = rng.standard_normal((k, n), dtype=np.float32)
+    for off in range(16):
+        for alpha, beta in ((1.0, 0.0), (0.5, -1.5)):
+            C0 = rng.standard_normal((m, n), dtype=np.float32)
+            raw, C = _c_at(m, n, ldc, off, np.nan if beta == 0.0 else C0)
+            mk.gemm(A, B, C, alpha=alpha, beta=beta, kernel=aligned_kernel, threads=threads)
+            ref, bound = validate.reference(A, B, C0, alpha, beta)
+            ok, ratio, _, detail = validate.check(C, ref, bound)
+            assert ok, (off, alpha, beta, ratio, detail)
+            inside = np.zeros(raw.size, bool)
+            first = (C.ctypes.data - raw.ctypes.data) // 4
+            for i in range(m):
+                inside[first + i * ldc:first + i * ldc + n] = True
+            assert (raw[~inside] == 7.25).all(), f"gemm wrote outside C (offset {off})"
+
+
+def test_the_edge_catalogue_passes_with_aligned_tiles(aligned_kernel):
+    assert all(r.ok for r in validate.run_catalogue(aligned_kernel, quick=True))
+
+
+def test_only_64_byte_vector_tiles_align_by_default():
+    assert "MK_C_ALIGN 64" in module_source(TileSpec.from_name("avx512_8x32_u4"))
+    assert "MK_C_ALIGN 64" in module_source(TileSpec.from_name("avx512_8x16"))
+    for name in ("avx2_4x24_u8", "avx2_6x16", "scalar_4x4", "neon_8x12", "sve_8x2v"):
+        assert "MK_C_ALIGN" not in module_source(TileSpec.from_name(name)), name
