@@ -1,6 +1,6 @@
 /*
- * gemm_vs_openblas.c: the GEMM driver against OpenBLAS's sgemm (numpy's bundled
- * libscipy_openblas) in one process, one thread, row-major A (m x k), B (k x n), C
+ * gemm_vs_openblas.c (x86-64): the GEMM driver against OpenBLAS's sgemm (numpy's
+ * bundled libscipy_openblas) in one process, one thread, row-major A (m x k), B (k x n), C
  * (m x n) with leading dimensions k, n, n. Each round times `inner` back-to-back calls
  * of ours, then of OpenBLAS (inner sized for ~20 ms); prints the medians over `reps`
  * rounds in GFLOP/s and the median of the per-round ratios OpenBLAS time / ours (> 1:

@@ -56,9 +56,9 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 /* MK_C_ALIGN (bytes, a power of two dividing NR * 4; 0: off): when C's rows all start
  * the same distance past an MK_C_ALIGN boundary (unit column stride, row stride a
  * multiple of it), the first NR-wide panel of each N slice is narrowed to the columns
- * before the next boundary (fewer than NR), so that every later C tile starts on one. kernel.py sets it to 64 for tiles
- * whose vectors are 64 bytes (AVX-512), where every vector access to C at numpy's
- * 16-byte offset would split a cache line: measured on Sapphire Rapids with A, B, C at
+ * before the next boundary (fewer than NR), so that every later C tile starts on one.
+ * kernel.py sets it to 64 for tiles whose vectors are 64 bytes (AVX-512), where every
+ * vector access to C at numpy's 16-byte offset would split a cache line: measured on Sapphire Rapids with A, B, C at
  * that offset (bench/gemm_vs_openblas.sh, xeon_cpf_ab2.txt, 7 rounds), 0.907 / 0.955 /
  * 0.999 of OpenBLAS against 0.832 / 0.934 / 0.983 at n = 2000 / 2048 / 1024, and 0.924
  * / 0.949 / 1.000 with everything 64-byte aligned. With 32-byte vectors on Zen 3 it
@@ -482,12 +482,14 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
     /* lead: columns of C before its first MK_C_ALIGN boundary (see MK_C_ALIGN); they
      * form a narrow first panel (w0 wide) of the first NC block */
     int64_t lead = 0;
-    if (MK_C_ALIGN > 0 && (nr * 4) % MK_C_ALIGN == 0 && cs_c == 1 && (uintptr_t)c % 4 == 0
+#if MK_C_ALIGN > 0
+    if ((nr * 4) % MK_C_ALIGN == 0 && cs_c == 1 && (uintptr_t)c % 4 == 0
         && (rs_c * 4) % MK_C_ALIGN == 0) {
         lead = (int64_t)((MK_C_ALIGN - (uintptr_t)c % MK_C_ALIGN) % MK_C_ALIGN) / 4;
         if (lead >= n)
             lead = 0;
     }
+#endif
     for (int64_t jc = 0; jc < n;) {
         const int64_t w0 = jc == 0 ? lead : 0;
         const int64_t nc = mk_min(w0 + nc_blk, n - jc);
