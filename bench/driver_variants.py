@@ -9,9 +9,10 @@ a variant never silently measures the unchanged driver).
          micro-panel: wrong results, for timing what C, A and B cost (xeon_prof.txt)
   pfb    prefetch the next B micro-panel a slice per micro-kernel call (-DPFLVL=locality)
   pc     prefetch the C tile PCDIST calls ahead (-DPCDIST=, -DPCLVL=locality)
-  al     a narrow first panel so that every later C tile starts 64-byte aligned
-         (32 for NR*4 = 96)
   ua     row-major A read in place by a strided-A copy of avx2_4x24_u8 (no packing of A)
+
+Each is built with MK_C_ALIGN as gemm()'s module would have it (64 for AVX-512 tiles, off
+for AVX2) unless the configuration forces it (bench/gemm_vs_openblas.sh: al / noal).
 
 Usage: python bench/driver_variants.py OUTDIR   (writes OUTDIR/drv_<name>.c, ua_4x24.c)
 """
@@ -22,15 +23,23 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TILE_LOOP = """                for (int64_t jp = 0; jp < npanels; ++jp)
+TILE_LOOP = """                for (int64_t jp = 0; jp < npanels; ++jp) {
+                    /* panel jp starts at column j of this block and is ncur wide */
+                    const int64_t j = w0 > 0 && jp > 0 ? w0 + (jp - 1) * nr : jp * nr;
+                    const int64_t ncur = w0 > 0 && jp == 0 ? w0 : mk_min(nr, nc - j);
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
-                        const int64_t i = ip * mr, j = jp * nr;"""
-TILE_CALL = """                        mk_tile(uk, mk_min(mr, mc - i), mk_min(nr, nc - j), kc, &alpha,
-                                a_pack + i * kc, b_pack + j * kc, beta_p,
+                        const int64_t i = ip * mr;"""
+TILE_CALL = """                        mk_tile(uk, mk_min(mr, mc - i), ncur, kc, &alpha,
+                                a_pack + i * kc, b_pack + jp * nr * kc, beta_p,
                                 c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
                     }
+                }
 """
-PACK_B = "            mk_pack_block(nc, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);\n"
+PACK_B = """            if (w0 > 0)
+                mk_pack_block(w0, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
+            mk_pack_block(nc - w0, kc, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
+                          b_pack + (w0 > 0 ? nr * kc : 0));
+"""
 PACK_A = "                mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);\n"
 
 
@@ -51,15 +60,16 @@ def prof(d: str) -> str:
     d = _sub(d, PACK_A, "                uint64_t t1 = __rdtsc();\n" + PACK_A
              + "                uint64_t t2 = __rdtsc();\n                mk_prof[1] += t2 - t1;\n")
     return _sub(d, TILE_CALL, """#ifdef MK_C_IN_L1
-                        mk_tile(uk, mk_min(mr, mc - i), mk_min(nr, nc - j), kc, &alpha,
-                                a_pack + MK_AI(i) * kc, b_pack + MK_BJ(j) * kc, beta_p,
+                        mk_tile(uk, mk_min(mr, mc - i), ncur, kc, &alpha,
+                                a_pack + MK_AI(i) * kc, b_pack + MK_BJ(jp * nr) * kc, beta_p,
                                 edge, nr, 1, edge);
 #else
-                        mk_tile(uk, mk_min(mr, mc - i), mk_min(nr, nc - j), kc, &alpha,
-                                a_pack + MK_AI(i) * kc, b_pack + MK_BJ(j) * kc, beta_p,
+                        mk_tile(uk, mk_min(mr, mc - i), ncur, kc, &alpha,
+                                a_pack + MK_AI(i) * kc, b_pack + MK_BJ(jp * nr) * kc, beta_p,
                                 c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
 #endif
                     }
+                }
                 mk_prof[2] += __rdtsc() - t2;
 """)
 
@@ -69,7 +79,7 @@ def pfb(d: str) -> str:
                 const int64_t chunk = (plines + mpanels - 1) / mpanels;
 """ + TILE_LOOP + """
                         if (jp + 1 < npanels) {
-                            const char *nx = (const char *)(b_pack + (j + nr) * kc);
+                            const char *nx = (const char *)(b_pack + (jp + 1) * nr * kc);
                             const int64_t l1 = mk_min(plines, (ip + 1) * chunk);
                             for (int64_t l = ip * chunk; l < l1; ++l)
                                 __builtin_prefetch(nx + 64 * l, 0, PFLVL);
@@ -82,9 +92,10 @@ def pc(d: str) -> str:
                             int64_t ipn = ip + PCDIST, jpn = jp;
                             while (ipn >= mpanels) { ipn -= mpanels; ++jpn; }
                             if (jpn < npanels) {
+                                const int64_t jn = w0 > 0 && jpn > 0 ? w0 + (jpn - 1) * nr : jpn * nr;
                                 const int64_t rows = mk_min(mr, mc - ipn * mr);
-                                const int64_t cols = mk_min(nr, nc - jpn * nr);
-                                const float *cn = c + (ic + ipn * mr) * rs_c + jc + jpn * nr;
+                                const int64_t cols = w0 > 0 && jpn == 0 ? w0 : mk_min(nr, nc - jn);
+                                const float *cn = c + (ic + ipn * mr) * rs_c + jc + jn;
                                 for (int64_t r = 0; r < rows; ++r) {
                                     __builtin_prefetch(cn + r * rs_c, 1, PCLVL);
                                     __builtin_prefetch(cn + r * rs_c + cols - 1, 1, PCLVL);
@@ -93,78 +104,22 @@ def pc(d: str) -> str:
                         }""")
 
 
-def al(d: str) -> str:
-    d = _sub(d, """    const float one = 1.0f;
-    for (int64_t jc = 0; jc < n; jc += nc_blk) {
-        const int64_t nc = mk_min(nc_blk, n - jc);
-        const int64_t npanels = (nc + nr - 1) / nr;
-        for (int64_t pc = 0; pc < k; pc += kc_blk) {
-            const int64_t kc = mk_min(kc_blk, k - pc);
-            const float *beta_p = pc == 0 ? &beta : &one;
-""" + PACK_B, """    const float one = 1.0f;
-    int64_t lead = 0, al = (nr * 4) & -(nr * 4);
-    if (al > 64)
-        al = 64;
-    if (al >= 16 && cs_c == 1 && ((uintptr_t)c & 3) == 0 && (rs_c * 4) % al == 0) {
-        lead = (al - (int64_t)((uintptr_t)c % (uintptr_t)al)) % al / 4;
-        if (lead >= n)
-            lead = 0;
-    }
-    for (int64_t jc = 0; jc < n;) {
-        const int64_t w0 = jc == 0 ? lead : 0;
-        const int64_t nc = mk_min(w0 + nc_blk, n - jc);
-        const int64_t npanels = (w0 > 0) + (nc - w0 + nr - 1) / nr;
-        for (int64_t pc = 0; pc < k; pc += kc_blk) {
-            const int64_t kc = mk_min(kc_blk, k - pc);
-            const float *beta_p = pc == 0 ? &beta : &one;
-            if (w0)
-                mk_pack_block(w0, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
-            mk_pack_block(nc - w0, kc, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
-                          b_pack + (w0 ? nr * kc : 0));
-""")
-    d = _sub(d, TILE_LOOP + "\n" + TILE_CALL, """                for (int64_t jp = 0; jp < npanels; ++jp)
-                    for (int64_t ip = 0; ip < mpanels; ++ip) {
-                        const int64_t i = ip * mr, j = w0 && jp ? w0 + (jp - 1) * nr : jp * nr;
-                        const int64_t ncur = w0 && !jp ? w0 : mk_min(nr, nc - j);
-                        mk_tile(uk, mk_min(mr, mc - i), ncur, kc, &alpha,
-                                a_pack + i * kc, b_pack + jp * nr * kc, beta_p,
-                                c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
-                    }
-            }
-        }
-        jc += nc;
-""")
-    d = _sub(d, """                    }
-            }
-        }
-        jc += nc;
-            }
-        }
-    }
-}""", """                    }
-            }
-        }
-        jc += nc;
-    }
-}""")
-    return _sub(d, "mk_round_up(kc_blk * nc_blk + MK_PACK_SLACK, 16)",
-                "mk_round_up(kc_blk * (nc_blk + nr) + MK_PACK_SLACK, 16)")
-
-
 def ua(d: str) -> str:
     return _sub(d, PACK_A + TILE_LOOP, """                if (cs_a == 1 && mc % mr == 0) {   /* row-major A, read in place */
                     const float zero = 0.0f;
                     for (int64_t jp = 0; jp < npanels; ++jp)
                         for (int64_t ip = 0; ip < mpanels; ++ip) {
-                            const int64_t i = ip * mr, j = jp * nr, ncur = mk_min(nr, nc - j);
+                            const int64_t i = ip * mr;
+                            const int64_t j = w0 > 0 && jp > 0 ? w0 + (jp - 1) * nr : jp * nr;
+                            const int64_t ncur = w0 > 0 && jp == 0 ? w0 : mk_min(nr, nc - j);
                             const float *ar = a + (ic + i) * rs_a + pc;
+                            const float *bp = b_pack + jp * nr * kc;
                             float *ct = c + (ic + i) * rs_c + (jc + j) * cs_c;
                             if (ncur == nr) {
-                                mk_ukernel_ua(kc, &alpha, ar, rs_a, b_pack + j * kc, beta_p,
-                                              ct, rs_c, cs_c);
+                                mk_ukernel_ua(kc, &alpha, ar, rs_a, bp, beta_p, ct, rs_c, cs_c);
                                 continue;
                             }
-                            mk_ukernel_ua(kc, &alpha, ar, rs_a, b_pack + j * kc, &zero, edge, nr, 1);
+                            mk_ukernel_ua(kc, &alpha, ar, rs_a, bp, &zero, edge, nr, 1);
                             for (int64_t r = 0; r < mr; ++r)
                                 for (int64_t q = 0; q < ncur; ++q) {
                                     float *p = ct + r * rs_c + q * cs_c;
@@ -203,7 +158,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     d = (ROOT / "c_src/driver.c").read_text()
     for name, make in (("cur", lambda s: s), ("prof", prof), ("pfb", pfb), ("pc", pc),
-                       ("al", al), ("ua", ua)):
+                       ("ua", ua)):
         (out / f"drv_{name}.c").write_text(make(d))
     (out / "ua_4x24.c").write_text(ua_kernel())
     return 0

@@ -4,34 +4,50 @@
 #
 #   bash bench/gemm_vs_openblas.sh avx2|avx512 ROUNDS "m,n,k ..." "CONFIG ..."
 #   CONFIG = VARIANT:MC:NC[:ENV=V,ENV=V]   e.g.  cur:64:4080  al:64:4080:OFFC=4  pc1_2:88:4064
-#   VARIANT = cur | al | ua (avx2 only) | pfbL (next B micro-panel, locality L) |
+#   VARIANT = cur (C tiles aligned as in gemm(): MK_C_ALIGN 64 for avx512, off for avx2) |
+#             al / noal (cur with MK_C_ALIGN forced to 64 / off) | ua (avx2 only) |
+#             pfbL (next B micro-panel, locality L) |
 #             pcD_L (C tile D calls ahead, locality L) | prof[_C][_A][_B] (rdtsc breakdown;
 #             _C: C tile in L1, _A/_B: first A/B micro-panel only; these time wrong results)
 #
+#   ENV = OFFA / OFFB / OFFC: A, B, C start that many floats past a 64-byte boundary
+#         (numpy's large arrays: 4)
+# KC is the model's for the tile (avx2_4x24_u8: 256, avx512_8x32_u4: 272); MC, NC as given.
+#
 # Prints one line per run (to stderr) and, per shape and config, the median ratio OpenBLAS
-# time / ours (> 1: ours is faster) with its quartiles and our median GFLOP/s. Binaries go
-# to $BUILD (default /tmp/gemm_vs_openblas). Results: bench/results/*_prof.txt, *_ab.txt.
+# time / ours (> 1: ours is faster) with its quartiles and our median GFLOP/s. Binaries are
+# rebuilt on every call in $BUILD/ISA (default BUILD=/tmp/gemm_vs_openblas).
+# Results: bench/results/*_prof*.txt, *_ab*.txt.
 set -euo pipefail
+if [ $# -ne 4 ]; then sed -n '2,22p' "$0"; exit 2; fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd); PY=${PYTHON:-$ROOT/.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 ISA=$1; ROUNDS=$2; SHAPES=$3; read -ra CONF <<< "$4"
-BUILD=${BUILD:-/tmp/gemm_vs_openblas}; mkdir -p "$BUILD"
+BUILD=${BUILD:-/tmp/gemm_vs_openblas}/$ISA; rm -rf "$BUILD"; mkdir -p "$BUILD"
 OBLAS=$("$PY" -c "import glob, os, numpy; print(glob.glob(os.path.join(os.path.dirname(numpy.__file__), '..', 'numpy.libs', '*openblas*'))[0])")
 export OBLAS
+for c in "${CONF[@]}"; do   # only the offsets the program reads (a typo would time aligned data)
+  IFS=: read -r _ _ _ envs <<< "$c"
+  for e in ${envs//,/ }; do
+    [[ $e =~ ^OFF[ABC]=[0-9]+$ ]] || { echo "unknown setting '$e' in $c (OFFA=, OFFB=, OFFC=)" >&2; exit 2; }
+  done
+done
 if [ "$ISA" = avx512 ]; then
-  F="-mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma"; T=f32_gemm_8x32_u4_avx512; FN=mk_ukernel_avx512_8x32_u4; MR=8; NR=32; KC=272
+  F="-mavx512f -mavx512vl -mavx512dq -mavx512bw -mavx2 -mfma"; T=f32_gemm_8x32_u4_avx512; FN=mk_ukernel_avx512_8x32_u4; MR=8; NR=32; KC=272; ALIGN=64
 else
-  F="-mavx2 -mfma"; T=f32_gemm_4x24_u8_avx2; FN=mk_ukernel_avx2_4x24_u8; MR=4; NR=24; KC=256
+  F="-mavx2 -mfma"; T=f32_gemm_4x24_u8_avx2; FN=mk_ukernel_avx2_4x24_u8; MR=4; NR=24; KC=256; ALIGN=0
 fi
 "$PY" "$ROOT/bench/driver_variants.py" "$BUILD"
 for c in "${CONF[@]}"; do
-  v=${c%%:*}; [ -x "$BUILD/ab_$v" ] && continue
-  U="$ROOT/c_src/ukernels/$T.c"; X=()
+  v=${c%%:*}; [ -x "$BUILD/ab_$v" ] && continue   # built above for an earlier config
+  U="$ROOT/c_src/ukernels/$T.c"; X=(-DMK_C_ALIGN=$ALIGN)
   case $v in
-    cur|al) DRV=drv_$v.c ;;
+    cur) DRV=drv_cur.c ;;
+    al) DRV=drv_cur.c; X=(-DMK_C_ALIGN=64) ;;
+    noal) DRV=drv_cur.c; X=(-DMK_C_ALIGN=0) ;;
     ua) DRV=drv_ua.c; U="$BUILD/ua_4x24.c" ;;
-    pfb*) DRV=drv_pfb.c; X=(-DPFLVL="${v#pfb}") ;;
-    pc*) DRV=drv_pc.c; d=${v#pc}; X=(-DPCDIST="${d%_*}" -DPCLVL="${d#*_}") ;;
+    pfb*) DRV=drv_pfb.c; X+=(-DPFLVL="${v#pfb}") ;;
+    pc*) DRV=drv_pc.c; d=${v#pc}; X+=(-DPCDIST="${d%_*}" -DPCLVL="${d#*_}") ;;
     prof*) DRV=drv_prof.c
            [[ $v == *_C* ]] && X+=(-DMK_C_IN_L1); [[ $v == *_A* ]] && X+=(-DMK_A_FIRST)
            [[ $v == *_B* ]] && X+=(-DMK_B_FIRST) ;;

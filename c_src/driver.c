@@ -11,11 +11,12 @@
  *           for ir in 0..MC step MR
  *             micro-kernel(KC, alpha, A panel, B panel, beta', C tile)
  *
- * beta' is beta on the first KC block and 1 after it. Each loop runs equal blocks of at
- * most its block size (mk_balance). General row and column strides (negative
- * included) are absorbed by packing (one routine for both operands, below); edge
- * tiles (M % MR, N % NR) go through the micro-kernel's edge entry point, else a local
- * MR x NR buffer. Packing buffers live in a per-calling-thread workspace that is
+ * beta' is beta on the first KC block and 1 after it. With MK_C_ALIGN (below) the first
+ * NR panel of the first NC block may be narrower, so that later C tiles start aligned.
+ * Each loop runs equal blocks of at most its block size (mk_balance). General row and
+ * column strides (negative included) are absorbed by packing (one routine for both
+ * operands, below); edge tiles (M % MR, N % NR) go through the micro-kernel's edge
+ * entry point, else a local MR x NR buffer. Packing buffers live in a per-calling-thread workspace that is
  * grown when needed and reused (bounded by the blocking sizes), freed when the thread
  * exits. With OpenMP, N (or M when N is narrow) is split into one contiguous slice per
  * thread, each running these loops on its own packing buffers with no barrier in
@@ -58,13 +59,13 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
  * multiple of it), the first NR-wide panel of each N slice is narrowed to the columns
  * before the next boundary (fewer than NR), so that every later C tile starts on one.
  * kernel.py sets it to 64 for tiles whose vectors are 64 bytes (AVX-512), where every
- * vector access to C at numpy's 16-byte offset would split a cache line: measured on Sapphire Rapids with A, B, C at
- * that offset (bench/gemm_vs_openblas.sh, xeon_cpf_ab2.txt, 7 rounds), 0.907 / 0.955 /
- * 0.999 of OpenBLAS against 0.832 / 0.934 / 0.983 at n = 2000 / 2048 / 1024, and 0.924
- * / 0.949 / 1.000 with everything 64-byte aligned. With 32-byte vectors on Zen 3 it
- * measured level (zen3_c_align_ab.txt), so AVX2 modules leave it off. */
+ * vector access to C at numpy's 16-byte offset would split a cache line; the README
+ * (Design notes) has the measurements, and why AVX2 modules leave it off. */
 #ifndef MK_C_ALIGN
 #define MK_C_ALIGN 0
+#endif
+#if MK_C_ALIGN < 0 || (MK_C_ALIGN & (MK_C_ALIGN - 1)) != 0
+#error "MK_C_ALIGN must be 0 or a power of two (bytes)"
 #endif
 
 #ifdef MK_UKERNEL

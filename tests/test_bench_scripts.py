@@ -13,7 +13,8 @@ import pytest
 import microkernel as mk
 from microkernel.gemm import blocking_for
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "bench" / "kernel_ab.py"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "bench" / "kernel_ab.py"
 
 
 def _main():
@@ -187,3 +188,31 @@ def test_kernel_ab_bad_argument_is_a_usage_error(monkeypatch, capsys, argv):
         _run(monkeypatch, _main(), *argv)
     assert exc.value.code == 2 and calls == []
     assert "error:" in capsys.readouterr().err
+
+
+def test_driver_variants_follow_the_driver(tmp_path):
+    """bench/driver_variants.py patches c_src/driver.c by text: every variant must still
+    find its anchors (it exits otherwise) and compile, with the tile macros a kernel
+    module defines, so that bench/gemm_vs_openblas.sh keeps working when the driver
+    changes."""
+    import platform
+    import subprocess
+    from microkernel import build
+    variants = runpy.run_path(str(ROOT / "bench" / "driver_variants.py"))
+    assert variants["main"]([str(tmp_path)]) == 0
+    names = sorted(p.name for p in tmp_path.glob("drv_*.c"))
+    assert names == ["drv_cur.c", "drv_pc.c", "drv_pfb.c", "drv_prof.c", "drv_ua.c"]
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the variants' rdtsc and AVX2 kernel are x86")
+    uk = ROOT / "c_src" / "ukernels" / "f32_gemm_4x24_u8_avx2.c"
+    for name in names:
+        src = "ua_4x24.c" if name == "drv_ua.c" else str(uk)
+        defs = ["-DPFLVL=2", "-DPCDIST=1", "-DPCLVL=2", "-DMK_C_ALIGN=32", "-DMK_MR=4",
+                "-DMK_NR=24", "-DMK_UKERNEL=mk_ukernel_avx2_4x24_u8"]
+        unit = tmp_path / f"unit_{name}"
+        unit.write_text(f'#include "{src}"\n#include "{name}"\n')
+        res = subprocess.run([*build.compiler(), "-fsyntax-only", "-std=gnu11", "-Wall",
+                              "-Werror", "-mavx2", "-mfma", "-fopenmp", *defs,
+                              f"-I{tmp_path}", f"-I{ROOT / 'c_src'}", str(unit)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, (name, res.stderr[-2000:])
