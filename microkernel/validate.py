@@ -124,6 +124,16 @@ def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False) 
              blocking=small))
     add(Case("small_blocking_f", 5 * mr + 3, 5 * nr + 7, 4 * small[0] + 3, beta=0.5,
              blocking=small, a_layout="f", b_layout="s", c_layout="n"))
+    # C 16 bytes past a 64-byte boundary ('u') with every row at that offset (row stride
+    # cols + 2*PAD a multiple of 16 floats): the narrow first panel of the driver's
+    # aligned-C path (MK_C_ALIGN, AVX-512 modules), once with several NC blocks and threads
+    def rows_aligned(at_least: int) -> int:
+        return -(-(at_least + 2 * PAD) // 16) * 16 - 2 * PAD
+    add(Case("C_u_rows_aligned", 2 * mr + 1, rows_aligned(2 * nr + 1), 37, beta=0.5,
+             c_layout="u"))
+    add(Case("C_u_rows_aligned_small_blocking_threads2", 5 * mr + 3,
+             rows_aligned(5 * nr + 7), 4 * small[0] + 3, beta=0.5, c_layout="u",
+             blocking=small, threads=2))
     add(Case("threads2", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=2))
     add(Case("threads2_small_blocking", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=2,
              blocking=small))
