@@ -59,8 +59,8 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
  * multiple of it), the first NR-wide panel of each N slice is narrowed to the columns
  * before the next boundary (fewer than NR), so that every later C tile starts on one.
  * kernel.py sets it to 64 for tiles whose vectors are 64 bytes (AVX-512), where every
- * vector access to C at numpy's 16-byte offset would split a cache line; the README
- * (Design notes) has the measurements, and why AVX2 modules leave it off. */
+ * vector access to C at numpy's 16-byte offset would split a cache line;
+ * docs/design-notes.md has the measurements, and why AVX2 modules leave it off. */
 #ifndef MK_C_ALIGN
 #define MK_C_ALIGN 0
 #endif

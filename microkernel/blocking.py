@@ -16,7 +16,7 @@ and S = 4 bytes per fp32 element:
   NC_CAP (the L3 is shared between cores; BLIS ships NC = 3072..4080 for x86).
 
 Two refinements of the paper's rules, each measured on this project's machines
-(``bench/blocking_grid.py``; README "Design notes"):
+(``bench/blocking_grid.py``; docs/design-notes.md):
 
 * C_Ar is not floored to whole ways: with NR/MR > 2 the floor halves KC (avx2_6x16 on a
   32 KiB 8-way L1: 170 instead of 325), and the C tile is then loaded and stored twice
@@ -26,7 +26,7 @@ Two refinements of the paper's rules, each measured on this project's machines
   W_L2 - 1 ways (MC = 576 for avx2_6x16 on a 512 KiB L2, with the floored KC = 170 of
   the time) gemm ran about 8% slower at n = 1536 than with half (MC = 102 at KC = 320).
 
-One empirical cap on top (measured, not derived; README "Design notes"):
+One empirical cap on top (measured, not derived; docs/design-notes.md):
 
 * MC <= A_BLOCK_L1S * L1 bytes / (KC * S): the packed A block is at most twice the L1
   data cache. The L2 rule gives MC = 720 for avx512_8x32_u4 on Sapphire Rapids' 2 MiB

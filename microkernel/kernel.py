@@ -34,7 +34,7 @@ int64_t mk_workspace_bytes(void);
 #: Vector width (bytes) at which the driver aligns C tiles (MK_C_ALIGN in driver.c): a
 #: vector of a whole cache line splits a line at every unaligned access to C (numpy's
 #: buffers start 16 bytes past a 64-byte boundary). A gain on Sapphire Rapids, level on
-#: Zen 3 with 32-byte vectors (README, Design notes).
+#: Zen 3 with 32-byte vectors (docs/design-notes.md).
 C_ALIGN_VECTOR_BYTES = 64
 
 GLUE = """

@@ -246,11 +246,11 @@ def check_budget(spec: TileSpec) -> RegisterBudget:
 #: is the AVX-512 default: 96% of the FMA peak in L1 on the lent Sapphire Rapids host
 #: against 85% for avx512_8x16 (one call), and inside gemm(), interleaved with numpy,
 #: ahead of avx512_8x16 in two runs (median ratio to numpy 0.927 vs 0.875, 0.930 vs
-#: 0.904) and level in a third (0.866 vs 0.861) (README). avx512_8x16 is the 8 rows x
+#: 0.904) and level in a third (0.866 vs 0.861) (docs/performance.md). avx512_8x16 is the 8 rows x
 #: 16 lanes tile (8 zmm accumulators, just the FMA latency x units). avx2_4x24_u8 (12
 #: accumulators, 3 B vectors, 16 of 16 ymm; K loop unrolled 8 times, no spill) is the
 #: AVX2 default: inside full GEMMs it ran faster than BLIS haswell's avx2_6x16 and than
-#: the same tile unrolled once on this project's Zen 3 machine (README, design notes).
+#: the same tile unrolled once on this project's Zen 3 machine (docs/design-notes.md).
 #: neon_8x12 is BLIS cortex-a57's shape; sve_8x2v is 2 vectors wide.
 BUILTIN_TILES: tuple[TileSpec, ...] = (
     TileSpec("avx512", 8, 32, k_unroll=4),
