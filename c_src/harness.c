@@ -7,7 +7,7 @@
  * aarch64-linux-gnu-gcc -static and runs it under qemu-aarch64 at each SVE vector
  * length; Python checks the results against a float64 numpy reference.
  *
- * Objects (each with only its own ISA flags, FIELD_NOTES.md 3):
+ * Objects (each built with only its own ISA flags, so no SVE instruction leaks into the rest):
  *   harness.c, probe.c, driver.c      baseline (-march=armv8-a), -fopenmp for driver.c
  *   harness.c -DMK_HARNESS_SVE_UNIT   -march=armv8.2-a+sve: only mk_harness_sve_bits()
  *   one glue object per kernel        its ISA's flags: the generated micro-kernel and

@@ -13,8 +13,8 @@
  *      stride sign, views inside larger buffers, unaligned data, K = 0,
  *      alpha = 0 with NaN/Inf in A and B, beta = 0 with NaN/Inf in C, small
  *      blockings that run every loop of the driver,
- * each against a double-precision reference loop with the bound of FIELD_NOTES.md 2
- * and microkernel/validate.py:
+ * each against a double-precision reference loop with the bound of
+ * microkernel/validate.py (Higham, Accuracy and Stability, 2nd ed., sec. 3.5):
  *     |C - C_ref| <= 2 * (K + 2) * 2^-24 * (|alpha| |A||B| + |beta| |C0|).
  *
  * Out-of-bounds and forbidden accesses are made visible three ways:

@@ -13,8 +13,8 @@ includes, flags, compiler identity, cffi version, Python ABI tag), and
   once. A loaded module is never overwritten (new content means a new name).
 
 We drive the compiler ourselves rather than through ``FFI.compile`` because
-``FFI.compile`` changes the working directory and ``os.environ`` (not thread-safe,
-FIELD_NOTES.md 3) and hides the compiler's message; the glue is still cffi's.
+``FFI.compile`` changes the working directory and ``os.environ`` (not thread-safe)
+and hides the compiler's message; the glue is still cffi's.
 
 Cache directory: ``$MICROKERNEL_CACHE_DIR``, else ``platformdirs.user_cache_dir
 ("microkernel")``. Each entry has a ``.sha256`` sidecar; an entry whose bytes do not

@@ -2,7 +2,7 @@
 against a float64 numpy reference with a stated error bound.
 
 Bound (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., sec. 3.5,
-inner products; FIELD_NOTES.md 2), element-wise for a float32 result:
+inner products), element-wise for a float32 result:
 
     |C - C_ref| <= c * (K + 2) * u * (|alpha| |A||B| + |beta| |C0|),  u = 2**-24
 

@@ -190,7 +190,7 @@ def emit_peak(isa: str, ops: VectorOps, chains: int) -> str:
 
 
 #: independent FMA chains that keep both FMA units busy: latency 4 cycles x 2 units
-#: (FIELD_NOTES.md; Low et al. 2016's latency bound MR*NR >= N_vec * L_fma * N_fma).
+#: (Low et al. 2016's latency bound MR*NR >= N_vec * L_fma * N_fma).
 EDGE_CHAINS = 8
 
 

@@ -27,7 +27,7 @@ unsigned index arithmetic. Measured on an H200 at 4096^3 fp32 (bench/gpu_h200.py
 bench/results/h200_gpu.md): about 65% of cuBLAS, against 16% for the plain
 version (signed int64 indices, contiguous thread tile, one stage).
 
-Why the kernel is written the way it is (numba-cuda specifics, FIELD_NOTES.md sec. 6):
+Why the kernel is written the way it is (numba-cuda specifics, seen in its PTX and resource reports):
 
 * TM, TN, BM, BN, BK, the thread count and the layout are closure constants of the
   generated kernel, and every loop over a register array has a constant trip

@@ -21,7 +21,7 @@ resource stops the next block:
 Sources: CUDA Toolkit ``include/cuda_occupancy.h`` (cudaOccMaxBlocksPerSMRegsLimit,
 cudaOccMaxBlocksPerSMSmemLimit, cudaOccMaxBlocksPerSMWarpsLimit); CUDA C++
 Programming Guide, "Compute Capabilities", table "Technical Specifications per
-Compute Capability" (9.0 column); FIELD_NOTES.md section 6.
+Compute Capability" (9.0 column).
 
 No GPU and no numba are needed to import or use this module.
 """
