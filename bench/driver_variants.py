@@ -24,9 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TILE_LOOP = """                for (int64_t jp = 0; jp < npanels; ++jp) {
-                    /* panel jp starts at column j of this block and is ncur wide */
-                    const int64_t j = w0 > 0 && jp > 0 ? w0 + (jp - 1) * nr : jp * nr;
-                    const int64_t ncur = w0 > 0 && jp == 0 ? w0 : mk_min(nr, nc - j);
+                    const int64_t j = mk_panel_col(jp, w0, nr);
+                    const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
                         const int64_t i = ip * mr;"""
 TILE_CALL = """                        mk_tile(uk, mk_min(mr, mc - i), ncur, kc, &alpha,
@@ -92,9 +91,9 @@ def pc(d: str) -> str:
                             int64_t ipn = ip + PCDIST, jpn = jp;
                             while (ipn >= mpanels) { ipn -= mpanels; ++jpn; }
                             if (jpn < npanels) {
-                                const int64_t jn = w0 > 0 && jpn > 0 ? w0 + (jpn - 1) * nr : jpn * nr;
+                                const int64_t jn = mk_panel_col(jpn, w0, nr);
                                 const int64_t rows = mk_min(mr, mc - ipn * mr);
-                                const int64_t cols = w0 > 0 && jpn == 0 ? w0 : mk_min(nr, nc - jn);
+                                const int64_t cols = mk_panel_width(jpn, w0, nr, nc);
                                 const float *cn = c + (ic + ipn * mr) * rs_c + jc + jn;
                                 for (int64_t r = 0; r < rows; ++r) {
                                     __builtin_prefetch(cn + r * rs_c, 1, PCLVL);
@@ -110,8 +109,8 @@ def ua(d: str) -> str:
                     for (int64_t jp = 0; jp < npanels; ++jp)
                         for (int64_t ip = 0; ip < mpanels; ++ip) {
                             const int64_t i = ip * mr;
-                            const int64_t j = w0 > 0 && jp > 0 ? w0 + (jp - 1) * nr : jp * nr;
-                            const int64_t ncur = w0 > 0 && jp == 0 ? w0 : mk_min(nr, nc - j);
+                            const int64_t j = mk_panel_col(jp, w0, nr);
+                            const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
                             const float *ar = a + (ic + i) * rs_a + pc;
                             const float *bp = b_pack + jp * nr * kc;
                             float *ct = c + (ic + i) * rs_c + (jc + j) * cs_c;

@@ -469,6 +469,19 @@ static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t r
     }
 }
 
+/* Column of panel jp within an NC block whose first panel is w0 wide (w0 > 0: the
+ * narrow first panel of MK_C_ALIGN; else every panel is nr wide), and its width in a
+ * block of nc columns. */
+static inline int64_t mk_panel_col(int64_t jp, int64_t w0, int64_t nr)
+{
+    return w0 > 0 && jp > 0 ? w0 + (jp - 1) * nr : jp * nr;
+}
+
+static inline int64_t mk_panel_width(int64_t jp, int64_t w0, int64_t nr, int64_t nc)
+{
+    return w0 > 0 && jp == 0 ? w0 : mk_min(nr, nc - mk_panel_col(jp, w0, nr));
+}
+
 /* The five loops of one GEMM (or of one thread's slice of it), serial, with its own
  * packing buffers. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
@@ -507,9 +520,8 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                 const int64_t mpanels = (mc + mr - 1) / mr;
                 mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
                 for (int64_t jp = 0; jp < npanels; ++jp) {
-                    /* panel jp starts at column j of this block and is ncur wide */
-                    const int64_t j = w0 > 0 && jp > 0 ? w0 + (jp - 1) * nr : jp * nr;
-                    const int64_t ncur = w0 > 0 && jp == 0 ? w0 : mk_min(nr, nc - j);
+                    const int64_t j = mk_panel_col(jp, w0, nr);
+                    const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
                         const int64_t i = ip * mr;
                         mk_tile(uk, mk_min(mr, mc - i), ncur, kc, &alpha,
