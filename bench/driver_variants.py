@@ -8,8 +8,10 @@ a variant never silently measures the unchanged driver).
          C, with -DMK_A_FIRST / -DMK_B_FIRST every call reads the block's first A (B)
          micro-panel: wrong results, for timing what C, A and B cost (xeon_prof.txt)
   pfb    prefetch the next B micro-panel a slice per micro-kernel call (-DPFLVL=locality)
-  pc     prefetch the C tile PCDIST calls ahead (-DPCDIST=, -DPCLVL=locality)
+  pc     prefetch the C tile PCDIST calls ahead, every line of its rows (-DPCDIST=,
+         -DPCLVL=locality)
   ua     row-major A read in place by a strided-A copy of avx2_4x24_u8 (no packing of A)
+  wsh    the packing workspace on transparent huge pages (2 MiB aligned, madvise)
 
 Each is built with MK_C_ALIGN as gemm()'s module would have it (64 for AVX-512 tiles, off
 for AVX2) unless the configuration forces it (bench/gemm_vs_openblas.sh: al / noal).
@@ -96,7 +98,8 @@ def pc(d: str) -> str:
                                 const int64_t cols = mk_panel_width(jpn, w0, nr, nc);
                                 const float *cn = c + (ic + ipn * mr) * rs_c + jc + jn;
                                 for (int64_t r = 0; r < rows; ++r) {
-                                    __builtin_prefetch(cn + r * rs_c, 1, PCLVL);
+                                    for (int64_t q = 0; q < cols; q += 16)
+                                        __builtin_prefetch(cn + r * rs_c + q, 1, PCLVL);
                                     __builtin_prefetch(cn + r * rs_c + cols - 1, 1, PCLVL);
                                 }
                             }
@@ -149,6 +152,14 @@ def ua_kernel() -> str:
     return src + "\n" + fn
 
 
+def wsh(d: str) -> str:
+    d = _sub(d, "#include \"mk_ukernel.h\"\n", "#include \"mk_ukernel.h\"\n#include <sys/mman.h>\n")
+    return _sub(d, "        ws->buf = (float *)aligned_alloc(64, bytes);\n",
+                "        bytes = (bytes + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);\n"
+                "        ws->buf = (float *)aligned_alloc((size_t)2 << 20, bytes);\n"
+                "        if (ws->buf) madvise(ws->buf, bytes, MADV_HUGEPAGE);\n")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__)
@@ -157,7 +168,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     d = (ROOT / "c_src/driver.c").read_text()
     for name, make in (("cur", lambda s: s), ("prof", prof), ("pfb", pfb), ("pc", pc),
-                       ("ua", ua)):
+                       ("ua", ua), ("wsh", wsh)):
         (out / f"drv_{name}.c").write_text(make(d))
     (out / "ua_4x24.c").write_text(ua_kernel())
     return 0

@@ -15,7 +15,9 @@
  * Ours is checked against OpenBLAS once before timing (a variant that computes a
  * wrong C is not timed unless NOCHECK=1: the prof what-if builds).
  * Environment: OFFA, OFFB, OFFC (floats, default 0) start A, B, C that many floats past
- * a 64-byte boundary; numpy's large arrays start 16 bytes past one (OFF*=4).
+ * a 64-byte boundary; numpy's large arrays start 16 bytes past one (OFF*=4). HUGE=1 puts
+ * A, B and C on transparent huge pages (madvise(MADV_HUGEPAGE)), as numpy does for arrays
+ * of 4 MiB and more where /sys/kernel/mm/transparent_hugepage/enabled is "madvise".
  * A DRV that defines MK_PROF_SLOTS (the "prof" variant) counts rdtsc cycles in packing
  * B, packing A and the micro-kernels; they are then printed per 1000 flops of ours.
  *
@@ -28,6 +30,7 @@
 #include <time.h>
 #include <math.h>
 #include <x86intrin.h>
+#include <sys/mman.h>
 #include UKSRC
 #include DRV
 
@@ -50,7 +53,11 @@ static int cmp(const void *a, const void *b)
 static float *alloc_off(long floats, const char *env)
 {
     const long off = getenv(env) ? atol(getenv(env)) : 0;
-    float *p = (float *)aligned_alloc(64, ((floats + off) * 4 + 63) / 64 * 64);
+    const int huge = getenv("HUGE") && atoi(getenv("HUGE"));
+    const size_t align = huge ? (size_t)2 << 20 : 64;   /* numpy madvises arrays of >= 4 MiB */
+    const size_t bytes = ((floats + off) * 4 + align - 1) / align * align;
+    float *p = (float *)aligned_alloc(align, bytes);
+    if (p && huge) madvise(p, bytes, MADV_HUGEPAGE);
     return p ? p + off : NULL;
 }
 

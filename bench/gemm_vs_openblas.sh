@@ -6,12 +6,13 @@
 #   CONFIG = VARIANT:MC:NC[:ENV=V,ENV=V]   e.g.  cur:64:4080  al:64:4080:OFFC=4  pc1_2:88:4064
 #   VARIANT = cur (C tiles aligned as in gemm(): MK_C_ALIGN 64 for avx512, off for avx2) |
 #             al / noal (cur with MK_C_ALIGN forced to 64 / off) | ua (avx2 only) |
-#             pfbL (next B micro-panel, locality L) |
+#             pfbL (next B micro-panel, locality L) | wsh (workspace on huge pages) |
 #             pcD_L (C tile D calls ahead, locality L) | prof[_C][_A][_B] (rdtsc breakdown;
 #             _C: C tile in L1, _A/_B: first A/B micro-panel only; these time wrong results)
 #
 #   ENV = OFFA / OFFB / OFFC: A, B, C start that many floats past a 64-byte boundary
-#         (numpy's large arrays: 4)
+#         (numpy's large arrays: 4); HUGE=1: A, B, C on transparent huge pages (numpy's
+#         arrays of 4 MiB and more, where THP is "madvise")
 # KC is the model's for the tile (avx2_4x24_u8: 256, avx512_8x32_u4: 272); MC, NC as given.
 #
 # Prints one line per run (to stderr) and, per shape and config, the median ratio OpenBLAS
@@ -29,7 +30,7 @@ export OBLAS
 for c in "${CONF[@]}"; do   # only the offsets the program reads (a typo would time aligned data)
   IFS=: read -r _ _ _ envs <<< "$c"
   for e in ${envs//,/ }; do
-    [[ $e =~ ^OFF[ABC]=[0-9]+$ ]] || { echo "unknown setting '$e' in $c (OFFA=, OFFB=, OFFC=)" >&2; exit 2; }
+    [[ $e =~ ^(OFF[ABC]=[0-9]+|HUGE=[01])$ ]] || { echo "unknown setting '$e' in $c (OFFA=, OFFB=, OFFC=, HUGE=)" >&2; exit 2; }
   done
 done
 if [ "$ISA" = avx512 ]; then
@@ -46,6 +47,7 @@ for c in "${CONF[@]}"; do
     al) DRV=drv_cur.c; X=(-DMK_C_ALIGN=64) ;;
     noal) DRV=drv_cur.c; X=(-DMK_C_ALIGN=0) ;;
     ua) DRV=drv_ua.c; U="$BUILD/ua_4x24.c" ;;
+    wsh) DRV=drv_wsh.c ;;
     pfb*) DRV=drv_pfb.c; X+=(-DPFLVL="${v#pfb}") ;;
     pc*) DRV=drv_pc.c; d=${v#pc}; X+=(-DPCDIST="${d%_*}" -DPCLVL="${d#*_}") ;;
     prof*) DRV=drv_prof.c

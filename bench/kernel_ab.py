@@ -25,8 +25,10 @@ reference (microkernel.validate's error bound) before any timing.
 Output: per shape and contender, the median GFLOP/s (2*m*n*k flops / seconds) and the
 median per-round ratio numpy time / our time (> 1: gemm() is faster); then per
 contender the median of those ratios over all shapes and over the shapes with
-min(m, n) >= 16 (n = 1 shapes take the driver's GEMV path, not the tile). The JSON keeps
-every sample.
+min(m, n) >= 16 (n = 1 shapes take the driver's GEMV path, not the tile). Every
+contender after the first is also set against the first round by round ("vs first": the
+first one's time / this one's, > 1: this one is faster, and in how many rounds it was),
+the direct A/B of two builds. The JSON keeps every sample.
 """
 import argparse
 import json
@@ -185,10 +187,17 @@ def main():
                        "ratio": med, "ratio_q1": q1, "ratio_q3": q3, "pair_ratios": ratios,
                        "seconds": times[label], "numpy_seconds": times["numpy"],
                        "inner": inner[label], "numpy_inner": inner["numpy"]}
+                first = contenders[0][0]
+                if label != first:   # the same round's times: both met the same spell
+                    vs = [tf / tk for tf, tk in zip(times[first], times[label])]
+                    row["vs_first"] = vs
+                    row["vs_first_median"] = statistics.median(vs)
                 rows.append(row)
                 print(f"{p.label:>16} {label:>{width}} {row['gflops']:7.1f} GFLOP/s  numpy "
-                      f"{row['numpy_gflops']:7.1f}  ratio {med:.3f} (q1 {q1:.3f} q3 {q3:.3f})",
-                      flush=True)
+                      f"{row['numpy_gflops']:7.1f}  ratio {med:.3f} (q1 {q1:.3f} q3 {q3:.3f})"
+                      + (f"  vs first {row['vs_first_median']:.3f} (faster in "
+                         f"{sum(v > 1 for v in row['vs_first'])}/{len(row['vs_first'])})"
+                         if "vs_first" in row else ""), flush=True)
     print("median over shapes of the per-shape median ratio (all shapes; min(m, n) >= 16):")
     for label, _, _ in contenders:
         mine = [row for row in rows if row["kernel"] == label]
@@ -196,6 +205,13 @@ def main():
         tiled = [row["ratio"] for row in mine if min(row["m"], row["n"]) >= 16]
         print(f"  {label:>{width}} {statistics.median(r):.3f} (min {min(r):.3f}, max {max(r):.3f})"
               + (f";  {statistics.median(tiled):.3f} over {len(tiled)}" if tiled else ""))
+    if len(contenders) > 1:
+        print(f"per round against the first contender ({contenders[0][0]}): its time / this "
+              "one's (> 1: this one is faster), median over shapes of the per-shape median:")
+        for label, _, _ in contenders[1:]:
+            vs = [row["vs_first_median"] for row in rows if row["kernel"] == label]
+            print(f"  {label:>{width}} {statistics.median(vs):.3f} (min {min(vs):.3f}, "
+                  f"max {max(vs):.3f})")
     if args.json is not None:
         write_json(args.json, {"numpy": numpy_blas_info(), "threads": args.threads,
                                "rounds": args.rounds, "sizes": args.sizes,

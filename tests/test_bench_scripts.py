@@ -63,9 +63,10 @@ class _Clock:
         pass
 
 
-def _fake_timing(monkeypatch, main, gemm_costs, numpy_costs=(1.0,)):
+def _fake_timing(monkeypatch, main, gemm_costs, numpy_costs=(1.0,), gemm_cost_of=None):
     """The script's clock advances by the next of gemm_costs per gemm() call and of
-    numpy_costs per numpy.matmul call (both cycled; a cost may be a function of m);
+    numpy_costs per numpy.matmul call (both cycled; a cost may be a function of m), or by
+    gemm_cost_of(kw) per gemm() call where given (kw: the call's keyword arguments);
     returns the log of calls ('g' / 'n')."""
     clock, log = _Clock(), []
     real_gemm, real_matmul = mk.gemm, np.matmul
@@ -75,7 +76,7 @@ def _fake_timing(monkeypatch, main, gemm_costs, numpy_costs=(1.0,)):
         return c(A.shape[0]) if callable(c) else c
 
     def gemm(A, *a, **kw):
-        clock.now += cost(next(g_costs), A)
+        clock.now += gemm_cost_of(kw) if gemm_cost_of else cost(next(g_costs), A)
         log.append("g")
         return real_gemm(A, *a, **kw)
 
@@ -154,6 +155,23 @@ def test_kernel_ab_summary_over_tiled_shapes(monkeypatch, capsys):
     assert "scalar_4x4 0.375 (min 0.250, max 0.500);  0.500 over 1" in capsys.readouterr().out
 
 
+def test_kernel_ab_sets_each_contender_against_the_first(monkeypatch, capsys, tmp_path):
+    """The model's blocking takes 2 s a call, the kc=16 contender 1.6 s: round by round the
+    second is 1.25x the speed of the first, reported as "vs first 1.250 (faster in 3/3)"
+    and in the JSON; the first contender has no such field."""
+    main = _main()
+    _fake_timing(monkeypatch, main, [], gemm_cost_of=lambda kw: 1.6 if kw["blocking"].kc == 16 else 2.0)
+    out = tmp_path / "ab.json"
+    _run(monkeypatch, main, "--kernels", "scalar_4x4;scalar_4x4:kc=16", "--sizes", "20",
+         "--rounds", "3", "--min-seconds", "0", "--json", str(out))
+    first, second = json.loads(out.read_text())["rows"]
+    assert "vs_first" not in first
+    assert second["vs_first"] == [pytest.approx(1.25)] * 3
+    text = capsys.readouterr().out
+    assert "vs first 1.250 (faster in 3/3)" in text
+    assert "scalar_4x4:kc=16 1.250 (min 1.250, max 1.250)" in text
+
+
 def test_kernel_ab_stops_on_a_wrong_result(monkeypatch, tmp_path):
     real = mk.gemm
 
@@ -201,7 +219,7 @@ def test_driver_variants_follow_the_driver(tmp_path):
     variants = runpy.run_path(str(ROOT / "bench" / "driver_variants.py"))
     assert variants["main"]([str(tmp_path)]) == 0
     names = sorted(p.name for p in tmp_path.glob("drv_*.c"))
-    assert names == ["drv_cur.c", "drv_pc.c", "drv_pfb.c", "drv_prof.c", "drv_ua.c"]
+    assert names == ["drv_cur.c", "drv_pc.c", "drv_pfb.c", "drv_prof.c", "drv_ua.c", "drv_wsh.c"]
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip("the variants' rdtsc and AVX2 kernel are x86")
     uk = ROOT / "c_src" / "ukernels" / "f32_gemm_4x24_u8_avx2.c"

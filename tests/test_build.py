@@ -76,3 +76,23 @@ def test_isa_flags_stay_in_their_module():
     assert "-march=native" not in " ".join(kmod.COMMON_CFLAGS + TileSpec("avx2", 6, 16).info.cflags)
     assert "_mm512" not in src and "mk_ukernel_avx2_6x16" in src
     assert codegen.symbol(TileSpec("avx512", 8, 16)) == "mk_ukernel_avx512_8x16"
+
+
+@pytest.mark.parametrize("name", ["avx2_4x24_u8", "avx2_6x16", "avx512_8x32_u4", "avx512_6x64",
+                                  "avx512_6x48", "neon_8x12", "scalar_3x5"])
+def test_c_tile_prefetch_covers_every_line_at_any_alignment(name):
+    """The micro-kernel prefetches its C tile before the K loop: at every start of a row
+    within a 64-byte line (0..15 floats in), the prefetched columns must touch every line
+    the row's NR floats touch (first and last element alone miss the middle line of a
+    24-float row that starts 12 floats in)."""
+    import re
+    spec = TileSpec.from_name(name)
+    src = codegen.generate(spec)
+    cols = {i: set() for i in range(spec.mr)}
+    for row, col in re.findall(r"__builtin_prefetch\(c \+ (\d+) \* rs_c(?: \+ (\d+) \* cs_c)?\)", src):
+        cols[int(row)].add(int(col or 0))
+    for row, got in cols.items():
+        assert got, f"row {row} of {name} is not prefetched"
+        for start in range(16):
+            needed = {(start + j) // 16 for j in range(spec.nr)}
+            assert {(start + j) // 16 for j in got} == needed, (name, row, start)

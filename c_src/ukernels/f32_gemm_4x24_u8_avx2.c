@@ -17,12 +17,16 @@ void mk_ukernel_avx2_4x24_u8(int64_t kc, const float *restrict alpha,
     __m256 c2_0 = _mm256_setzero_ps(), c2_1 = _mm256_setzero_ps(), c2_2 = _mm256_setzero_ps();
     __m256 c3_0 = _mm256_setzero_ps(), c3_1 = _mm256_setzero_ps(), c3_2 = _mm256_setzero_ps();
     __builtin_prefetch(c + 0 * rs_c);
+    __builtin_prefetch(c + 0 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 0 * rs_c + 23 * cs_c);
     __builtin_prefetch(c + 1 * rs_c);
+    __builtin_prefetch(c + 1 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 1 * rs_c + 23 * cs_c);
     __builtin_prefetch(c + 2 * rs_c);
+    __builtin_prefetch(c + 2 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 2 * rs_c + 23 * cs_c);
     __builtin_prefetch(c + 3 * rs_c);
+    __builtin_prefetch(c + 3 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 3 * rs_c + 23 * cs_c);
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) {

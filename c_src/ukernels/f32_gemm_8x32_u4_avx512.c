@@ -21,20 +21,28 @@ void mk_ukernel_avx512_8x32_u4(int64_t kc, const float *restrict alpha,
     __m512 c6_0 = _mm512_setzero_ps(), c6_1 = _mm512_setzero_ps();
     __m512 c7_0 = _mm512_setzero_ps(), c7_1 = _mm512_setzero_ps();
     __builtin_prefetch(c + 0 * rs_c);
+    __builtin_prefetch(c + 0 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 0 * rs_c + 31 * cs_c);
     __builtin_prefetch(c + 1 * rs_c);
+    __builtin_prefetch(c + 1 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 1 * rs_c + 31 * cs_c);
     __builtin_prefetch(c + 2 * rs_c);
+    __builtin_prefetch(c + 2 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 2 * rs_c + 31 * cs_c);
     __builtin_prefetch(c + 3 * rs_c);
+    __builtin_prefetch(c + 3 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 3 * rs_c + 31 * cs_c);
     __builtin_prefetch(c + 4 * rs_c);
+    __builtin_prefetch(c + 4 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 4 * rs_c + 31 * cs_c);
     __builtin_prefetch(c + 5 * rs_c);
+    __builtin_prefetch(c + 5 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 5 * rs_c + 31 * cs_c);
     __builtin_prefetch(c + 6 * rs_c);
+    __builtin_prefetch(c + 6 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 6 * rs_c + 31 * cs_c);
     __builtin_prefetch(c + 7 * rs_c);
+    __builtin_prefetch(c + 7 * rs_c + 16 * cs_c);
     __builtin_prefetch(c + 7 * rs_c + 31 * cs_c);
     int64_t k = 0;
     for (; k + 4 <= kc; k += 4) {

@@ -82,6 +82,17 @@ def alpha_scale(acc, vtype: str, splat: str, mul: str) -> list[str]:
     return lines + ["    }"]
 
 
+CACHE_LINE_FLOATS = 16   # 64-byte lines (x86-64; the aarch64 cores we target)
+
+
+def prefetch_columns(nr: int) -> list[int]:
+    """Columns of a tile row (0..nr-1) whose elements the micro-kernel prefetches: one
+    each CACHE_LINE_FLOATS and the last, so that every line of the row is prefetched at
+    any alignment of its start. A row of 24 floats that starts 48 bytes into a line
+    touches three lines; its first and last element alone miss the middle one."""
+    return sorted(set(range(0, nr, CACHE_LINE_FLOATS)) | {nr - 1})
+
+
 def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=None,
                  step_prefix: str = "") -> str:
     """Full C source of the micro-kernel for a fixed-width ISA.
@@ -103,11 +114,12 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
     for i in range(mr):
         out.append("    " + f"{ops.vtype} " + ", ".join(f"{n} = {ops.zero}" for n in acc[i]) + ";")
 
-    # Prefetch the C tile (first and last element of each row) while the K loop runs,
-    # so the epilogue's loads of C do not stall (OpenBLAS/BLIS kernels do the same).
+    # Prefetch the C tile while the K loop runs, so the epilogue's loads of C do not
+    # stall (OpenBLAS/BLIS kernels do the same): every 64-byte line a row of the tile
+    # touches, wherever the row starts (an element each 16 floats, and the last).
     for i in range(mr):
-        out.append(f"    __builtin_prefetch(c + {i} * rs_c);")
-        out.append(f"    __builtin_prefetch(c + {i} * rs_c + {nr - 1} * cs_c);")
+        for j in prefetch_columns(nr):
+            out.append(f"    __builtin_prefetch(c + {i} * rs_c" + (f" + {j} * cs_c);" if j else ");"))
     ku = spec.k_unroll
     out.append("    int64_t k = 0;")
     if ku > 1:
