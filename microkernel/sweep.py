@@ -2,7 +2,8 @@
 
 For one ISA (default: the best this machine runs), enumerate MR x NR candidates
 between the latency bound and the register bound (Low et al. 2016, see
-``tile.register_budget``), then for each: generate the C micro-kernel, compile it
+``tile.register_budget``), plus gemm()'s default tile of that ISA (k-unrolled, e.g.
+``avx2_4x24_u8``) unless --mr/--nr restrict the search, then for each: generate the C micro-kernel, compile it
 through cffi, validate it on the edge catalogue (a failing shape is reported and
 excluded from the ranking), time it in L1 and inside the full ``gemm()`` on a
 workload of real GEMM shapes next to ``numpy.matmul`` (same run, same threads), and
@@ -105,7 +106,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     """Run the sweep; returns a dict with 'rows' (SweepRow dicts, ranked), 'peak_gflops',
     'numpy_gflops', 'workload', 'winner'. See the module docstring."""
     from . import bench
-    from .dispatch import best_isa, get_kernel
+    from .dispatch import best_isa, default_tile, get_kernel
     from .validate import run_catalogue
     from .workloads import load
 
@@ -114,6 +115,9 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     if not specs:
         raise ValueError(f"no {isa} tile fits the register and latency bounds for "
                          f"MR={mrs or 'any'} NR={nrs or 'any'}")
+    default = default_tile(isa)
+    if not (mrs or nrs) and default not in specs:
+        specs.append(default)  # gemm()'s default (k-unrolled): ranked beside the shapes
     problems = load(workload, scale)
     numpy_cache: dict = {}
     rows: list[SweepRow] = []
@@ -172,7 +176,8 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
            "numpy_blas": bench.numpy_blas_info(),
            "numpy_gflops": winner.numpy_gflops if winner else None,
            "rows": [dataclasses.asdict(r) for r in ranked],
-           "winner": winner.name if winner else None}
+           "winner": winner.name if winner else None,
+           "default": default.name}
     if workload == "minilm" and winner:
         from .minilm import run_layer
         layer = run_layer(get_kernel(winner.name))
@@ -220,9 +225,12 @@ def plot(result: dict, path: str) -> None:
     sc = ax.scatter([r["nr"] for r in rows], [r["mr"] for r in rows],
                     c=[r["workload_gflops"] for r in rows], s=[40 + 6 * (r["l1_gflops"] or 0) for r in rows],
                     cmap="viridis")
-    for r in rows:
-        ax.annotate(f"{r['workload_gflops']:.0f} (L1 {r['pct_peak']:.0f}% of peak)",
-                    (r["nr"], r["mr"]), textcoords="offset points", xytext=(10, 4), fontsize=7)
+    for r in rows:   # gemm()'s default may share its MR x NR point: its label goes below
+        is_default = r["name"] == result.get("default")
+        ax.annotate((f"{r['name']} (default): " if is_default else "")
+                    + f"{r['workload_gflops']:.0f} (L1 {r['pct_peak']:.0f}% of peak)",
+                    (r["nr"], r["mr"]), textcoords="offset points",
+                    xytext=(10, -10 if is_default else 4), fontsize=7)
     cb = fig.colorbar(sc, ax=ax)
     cb.set_label("GFLOP/s on workload (marker size: GFLOP/s in L1)")
     if result.get("numpy_gflops"):
@@ -312,6 +320,15 @@ def run_sweep(args) -> int:
         con.print(f"[bold]winner: {w['name']}[/bold]: {w['workload_gflops']:.1f} GFLOP/s on "
                   f"{res['workload']}, {w['ratio_numpy']:.2f}x numpy, L1 {w['l1_gflops']:.1f} "
                   f"GFLOP/s = {w['pct_peak']:.0f}% of the measured FMA peak")
+        ranks = {r["name"]: i for i, r in enumerate(res["rows"], 1)}
+        d = next((r for r in res["rows"] if r["name"] == res["default"]), None)
+        if d is not None and d["name"] != w["name"] and d["workload_gflops"]:
+            con.print(f"gemm()'s default {d['name']}: rank {ranks[d['name']]}, "
+                      f"{d['workload_gflops'] / w['workload_gflops']:.2f} of the winner's GFLOP/s. "
+                      f"A sweep times each tile once, a few samples per shape; to choose between "
+                      f"two tiles, time them round by round: python bench/kernel_ab.py "
+                      f"--kernels '{w['name']};{d['name']}' --sizes '' --workload {res['workload']}"
+                      + (f" --threads {res['threads']}" if res["threads"] != 1 else ""))
         return 0
     con.print("[red]no tile passed validation[/red]")
     return 1

@@ -85,3 +85,49 @@ def test_bench_blocking_override(tmp_path, capsys, monkeypatch):
 def test_bad_usage_exits_nonzero():
     with pytest.raises(SystemExit):
         main(["sweep", "--mr", "x"])
+
+
+def test_sweep_ranks_gemms_default_tile(monkeypatch, tmp_path):
+    """Unrestricted, the sweep times gemm()'s default tile (k-unrolled, not one of the
+    enumerated shapes) beside the candidates; restricted by --mr, it does not."""
+    from microkernel import sweep as sw
+    from microkernel.dispatch import default_tile
+    from microkernel.tile import TileSpec
+    isa = mk.probe().best_isa
+    lanes = mk.tile.ISAS[isa].lanes
+    # one small candidate keeps the test short; the default joins it
+    monkeypatch.setattr(sw, "candidates", lambda *a, **k: [TileSpec(isa, 2, lanes)])
+    out = tmp_path / "s.json"
+    assert main(["sweep", "--isa", isa, "--workload", "square", "--repeats", "1",
+                 "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    default = default_tile(isa).name
+    assert res["default"] == default
+    assert {r["name"] for r in res["rows"]} == {f"{isa}_2x{lanes}", default}
+    assert all(r["valid"] and r["workload_gflops"] for r in res["rows"])
+    assert main(["sweep", "--isa", isa, "--mr", "2", "--workload", "square", "--repeats", "1",
+                 "--json", str(out)]) == 0
+    assert [r["name"] for r in json.loads(out.read_text())["rows"]] == [f"{isa}_2x{lanes}"]
+
+
+def test_sweep_says_where_the_default_ranked(monkeypatch, capsys):
+    """When another tile wins, the output gives the default's rank and share of the
+    winner's GFLOP/s and the kernel_ab.py command that compares the two round by round."""
+    from microkernel import sweep as sw
+
+    def row(name, gflops):
+        return {"name": name, "mr": 4, "nr": 16, "registers": "14/16", "compile_s": 1.0,
+                "valid": True, "cases": 10, "failures": [], "l1_gflops": 90.0, "pct_peak": 90.0,
+                "workload_gflops": gflops, "numpy_gflops": 80.0, "ratio_numpy": gflops / 80,
+                "median_ratio": 1.0, "spills": 0, "predicted_cycles_per_k": None,
+                "measured_cycles_per_k": None, "error": ""}
+    res = {"isa": "avx2", "workload": "deepbench", "scale": 1, "threads": 2, "problems": ["p"],
+           "peak_gflops": 100.0, "numpy_blas": "openblas", "numpy_gflops": 80.0,
+           "rows": [row("avx2_4x16", 88.0), row("avx2_4x24_u8", 84.0)],
+           "winner": "avx2_4x16", "default": "avx2_4x24_u8"}
+    monkeypatch.setattr(sw, "sweep", lambda *a, **k: res)
+    assert main(["sweep"]) == 0
+    out = " ".join(capsys.readouterr().out.split())   # undo rich's line wrapping
+    assert "gemm()'s default avx2_4x24_u8: rank 2, 0.95 of the winner's GFLOP/s" in out
+    assert ("python bench/kernel_ab.py --kernels 'avx2_4x16;avx2_4x24_u8' --sizes '' "
+            "--workload deepbench --threads 2") in out
