@@ -101,7 +101,7 @@ def _median_time(fn, repeats: int) -> float:
 
 def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
                        min_seconds: float = 0.02, seed: int = 0,
-                       numpy_cache: dict | None = None, blocking=None) -> list[GemmTiming]:
+                       blocking=None) -> list[GemmTiming]:
     """Time ``gemm(A, B, C, kernel=kernel, threads=threads)`` and ``numpy.matmul(A, B,
     out=C)`` on each problem, one after the other in the same run, with numpy's BLAS
     limited to ``threads``.
@@ -111,8 +111,11 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
     shared machine hits both, and the median of ``repeats`` samples per side is kept.
     With several threads a pause separates the samples: OpenBLAS's and libgomp's
     worker threads spin after a call and would steal the cores from the other side.
-    ``numpy_cache`` (dict) reuses numpy's timing per (problem, threads) across kernels
-    of one sweep. ``blocking`` overrides the model's KC/MC/NC for our side.
+    numpy is timed again for every kernel, so that each of a sweep's tiles gets its own
+    side-by-side samples. (With numpy timed once, beside the first tile, a sweep on the
+    lent Sapphire Rapids host reported 1.69x numpy on DeepBench for the tile that
+    ``microkernel bench`` had measured at 0.94-1.16 per shape a minute before.)
+    ``blocking`` overrides the model's KC/MC/NC for our side.
     """
     from threadpoolctl import threadpool_limits
 
@@ -141,23 +144,15 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
                     f()
                 return (time.perf_counter() - t0) / inner
 
-            key = (p, threads)
-            cached = numpy_cache is not None and key in numpy_cache
             o_times, n_times = [], []
             for _ in range(repeats):
                 time.sleep(pause)
                 o_times.append(sample(ours))
-                if not cached:
-                    time.sleep(pause)
-                    n_times.append(sample(ref))
-            if numpy_cache is not None:
-                numpy_cache.setdefault(key, statistics.median(n_times) if n_times else None)
-                n_med = numpy_cache[key]
-            else:
-                n_med = statistics.median(n_times)
+                time.sleep(pause)
+                n_times.append(sample(ref))
             pairs = tuple(nt / ot for ot, nt in zip(o_times, n_times))
-            out.append(GemmTiming(p.label, p.flops, statistics.median(o_times), n_med, threads,
-                                  pairs))
+            out.append(GemmTiming(p.label, p.flops, statistics.median(o_times),
+                                  statistics.median(n_times), threads, pairs))
     return out
 
 

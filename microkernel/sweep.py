@@ -119,7 +119,6 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     if not (mrs or nrs) and default not in specs:
         specs.append(default)  # gemm()'s default (k-unrolled): ranked beside the shapes
     problems = load(workload, scale)
-    numpy_cache: dict = {}
     rows: list[SweepRow] = []
     peak = None
     task = progress.add_task(f"sweep {isa}", total=len(specs)) if progress else None
@@ -152,8 +151,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
             if progress:
                 progress.update(task, description=f"{spec.name}: time")
             row.l1_gflops = bench.time_l1(k)
-            timings = bench.time_gemm_vs_numpy(k, problems, threads=threads, repeats=repeats,
-                                               numpy_cache=numpy_cache)
+            timings = bench.time_gemm_vs_numpy(k, problems, threads=threads, repeats=repeats)
             flops = sum(t.flops for t in timings)
             ours = sum(t.ours_s for t in timings)
             theirs = sum(t.numpy_s for t in timings)
@@ -207,7 +205,7 @@ def search_blocking(kernel, problems, threads: int = 1) -> list[dict]:
         seen.add((kc, mc, nc))
         blk = base.replace(kc=kc, mc=mc, nc=nc)
         t = bench.time_gemm_vs_numpy(kernel, problems, threads=threads, repeats=3,
-                                     blocking=blk, numpy_cache={})
+                                     blocking=blk)
         flops = sum(x.flops for x in t)
         secs = sum(x.ours_s for x in t)
         rows.append({"kc": kc, "mc": mc, "nc": nc, "model": (fk, fm, fn) == (1, 1, 1),
@@ -278,7 +276,8 @@ def run_sweep(args) -> int:
                     progress=progress, blocking_search=args.blocking)
     t = Table(title=f"{res['isa']} tiles on {res['workload']} ({len(res['problems'])} GEMM shapes, "
                     f"{res['threads']} thread(s)); FMA peak {res['peak_gflops']:.1f} GFLOP/s; "
-                    f"numpy ({res['numpy_blas']}) {res['numpy_gflops'] or 0:.1f} GFLOP/s")
+                    f"numpy ({res['numpy_blas']}) {res['numpy_gflops'] or 0:.1f} GFLOP/s "
+                    f"beside the winner")
     for col in ("rank", "tile", "regs", "valid", "L1 GFLOP/s", "% peak", "workload GFLOP/s",
                 "vs numpy", "median ratio", "spills", "cycles/k pred", "cycles/k meas"):
         t.add_column(col, justify="right", no_wrap=col == "tile")

@@ -95,11 +95,21 @@ def test_sweep_ranks_gemms_default_tile(monkeypatch, tmp_path):
     from microkernel.tile import TileSpec
     isa = mk.probe().best_isa
     lanes = mk.tile.ISAS[isa].lanes
+    from microkernel import bench
     # one small candidate keeps the test short; the default joins it
     monkeypatch.setattr(sw, "candidates", lambda *a, **k: [TileSpec(isa, 2, lanes)])
+    timed, real = [], bench.time_gemm_vs_numpy
+
+    def spy(kernel, problems, **kw):   # numpy must be timed beside every tile
+        t = real(kernel, problems, **kw)
+        timed.append((kernel.name, [len(x.pair_ratios) for x in t]))
+        return t
+    monkeypatch.setattr(bench, "time_gemm_vs_numpy", spy)
     out = tmp_path / "s.json"
-    assert main(["sweep", "--isa", isa, "--workload", "square", "--repeats", "1",
+    assert main(["sweep", "--isa", isa, "--workload", "square", "--repeats", "2",
                  "--json", str(out)]) == 0
+    assert sorted(name for name, _ in timed) == sorted([f"{isa}_2x{lanes}", default_tile(isa).name])
+    assert all(n == 2 for _, pairs in timed for n in pairs)
     res = json.loads(out.read_text())
     default = default_tile(isa).name
     assert res["default"] == default
