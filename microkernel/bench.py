@@ -64,8 +64,8 @@ class GemmTiming:
     ours_s: float            # median seconds
     numpy_s: float
     threads: int
-    #: numpy's time / ours for each pair of adjacent samples (empty when numpy's timing
-    #: came from a cache): their spread says whether a ratio differs from 1 in this run
+    #: numpy's time / ours for each pair of adjacent samples: their spread says whether a
+    #: ratio differs from 1 in this run
     pair_ratios: tuple[float, ...] = ()
 
     @property

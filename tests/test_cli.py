@@ -120,9 +120,35 @@ def test_sweep_ranks_gemms_default_tile(monkeypatch, tmp_path):
     assert [r["name"] for r in json.loads(out.read_text())["rows"]] == [f"{isa}_2x{lanes}"]
 
 
+def test_sweep_ranks_by_the_ratio_to_numpy_beside_each_tile(monkeypatch, tmp_path):
+    """A tile timed in a slow spell (both sides 1.5x slower) at 1.2x numpy outranks one
+    with more GFLOP/s at 1.0x numpy: the ratio, not the absolute speed, decides."""
+    from microkernel import bench
+    from microkernel import sweep as sw
+    from microkernel.dispatch import default_tile
+    from microkernel.tile import TileSpec
+    isa = mk.probe().best_isa
+    lanes = mk.tile.ISAS[isa].lanes
+    small = TileSpec(isa, 2, lanes)
+    monkeypatch.setattr(sw, "candidates", lambda *a, **k: [small])
+
+    def fake(kernel, problems, threads=1, **kw):   # small: 1.0 s vs numpy 1.2 s
+        slow = 1.5 if kernel.name == small.name else 1.0
+        ours, theirs = (1.0, 1.2) if kernel.name == small.name else (1.0, 1.0)
+        return [bench.GemmTiming(p.label, p.flops, ours * slow, theirs * slow, threads, (theirs / ours,))
+                for p in problems]
+    monkeypatch.setattr(bench, "time_gemm_vs_numpy", fake)
+    out = tmp_path / "s.json"
+    assert main(["sweep", "--isa", isa, "--workload", "square", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert [r["name"] for r in res["rows"]] == [small.name, default_tile(isa).name]
+    assert res["winner"] == small.name
+    assert res["rows"][0]["workload_gflops"] < res["rows"][1]["workload_gflops"]
+
+
 def test_sweep_says_where_the_default_ranked(monkeypatch, capsys):
-    """When another tile wins, the output gives the default's rank and share of the
-    winner's GFLOP/s and the kernel_ab.py command that compares the two round by round."""
+    """When another tile wins, the output gives the default's rank and ratio to numpy
+    beside the winner's and the kernel_ab.py command that compares the two round by round."""
     from microkernel import sweep as sw
 
     def row(name, gflops):
@@ -138,6 +164,6 @@ def test_sweep_says_where_the_default_ranked(monkeypatch, capsys):
     monkeypatch.setattr(sw, "sweep", lambda *a, **k: res)
     assert main(["sweep"]) == 0
     out = " ".join(capsys.readouterr().out.split())   # undo rich's line wrapping
-    assert "gemm()'s default avx2_4x24_u8: rank 2, 0.95 of the winner's GFLOP/s" in out
+    assert "gemm()'s default avx2_4x24_u8: rank 2, 1.05x numpy against the winner's 1.10x" in out
     assert ("python bench/kernel_ab.py --kernels 'avx2_4x16;avx2_4x24_u8' --sizes '' "
             "--workload deepbench --threads 2") in out

@@ -20,24 +20,13 @@ void mk_ukernel_avx512_8x16(int64_t kc, const float *restrict alpha,
     __m512 c5_0 = _mm512_setzero_ps();
     __m512 c6_0 = _mm512_setzero_ps();
     __m512 c7_0 = _mm512_setzero_ps();
-    __builtin_prefetch(c + 0 * rs_c);
-    __builtin_prefetch(c + 0 * rs_c + 15 * cs_c);
-    __builtin_prefetch(c + 1 * rs_c);
-    __builtin_prefetch(c + 1 * rs_c + 15 * cs_c);
-    __builtin_prefetch(c + 2 * rs_c);
-    __builtin_prefetch(c + 2 * rs_c + 15 * cs_c);
-    __builtin_prefetch(c + 3 * rs_c);
-    __builtin_prefetch(c + 3 * rs_c + 15 * cs_c);
-    __builtin_prefetch(c + 4 * rs_c);
-    __builtin_prefetch(c + 4 * rs_c + 15 * cs_c);
-    __builtin_prefetch(c + 5 * rs_c);
-    __builtin_prefetch(c + 5 * rs_c + 15 * cs_c);
-    __builtin_prefetch(c + 6 * rs_c);
-    __builtin_prefetch(c + 6 * rs_c + 15 * cs_c);
-    __builtin_prefetch(c + 7 * rs_c);
-    __builtin_prefetch(c + 7 * rs_c + 15 * cs_c);
     int64_t k = 0;
     for (; k < kc; ++k) {
+        if (k < 8) {   /* C row k: rows a short K does not reach are not prefetched */
+            const float *cp = c + k * rs_c;
+            __builtin_prefetch(cp);
+            __builtin_prefetch(cp + 15 * cs_c);
+        }
         const __m512 b0 = _mm512_loadu_ps(b + 0);
         const __m512 a0 = _mm512_set1_ps(*(a + 0));
         c0_0 = _mm512_fmadd_ps(a0, b0, c0_0);

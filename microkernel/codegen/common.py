@@ -31,6 +31,10 @@ class VectorOps:
     mul: str           # {a}, {b}
     align: int = 64    # bytes, for the strided-C spill buffer
     add: str = ""      # {a}, {b}; needed only by the narrow edge kernels (emit_edge)
+    #: prefetch the C tile one row per K-loop iteration (rows 0..MR-1 in the first MR
+    #: iterations) instead of every row before the loop (docs/design-notes.md, "The C
+    #: tile is prefetched line by line": faster on Sapphire Rapids, slower on Zen 3)
+    c_prefetch_spread: bool = False
 
 
 HEADER = """\
@@ -116,14 +120,23 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
 
     # Prefetch the C tile while the K loop runs, so the epilogue's loads of C do not
     # stall (OpenBLAS/BLIS kernels do the same): every 64-byte line a row of the tile
-    # touches, wherever the row starts (an element each 16 floats, and the last).
-    for i in range(mr):
-        for j in prefetch_columns(nr):
-            out.append(f"    __builtin_prefetch(c + {i} * rs_c" + (f" + {j} * cs_c);" if j else ");"))
+    # touches, wherever the row starts (an element each 16 floats, and the last); all
+    # rows before the loop, or (ops.c_prefetch_spread) row r in the loop's iteration r.
     ku = spec.k_unroll
+    cols = prefetch_columns(nr)
+    if not ops.c_prefetch_spread:
+        for i in range(mr):
+            for j in cols:
+                out.append(f"    __builtin_prefetch(c + {i} * rs_c" + (f" + {j} * cs_c);" if j else ");"))
+    row = f"k / {ku}" if ku > 1 else "k"
+    spread = [f"if (k < {mr * ku}) {{   /* C row {row}: rows a short K does not reach are not prefetched */",
+              f"    const float *cp = c + (k / {ku}) * rs_c;" if ku > 1 else "    const float *cp = c + k * rs_c;",
+              *(f"    __builtin_prefetch(cp" + (f" + {j} * cs_c);" if j else ");") for j in cols),
+              "}"] if ops.c_prefetch_spread else []
     out.append("    int64_t k = 0;")
     if ku > 1:
         out.append(f"    for (; k + {ku} <= kc; k += {ku}) {{")
+        out += ["        " + line for line in spread]
         for u in range(ku):
             out.append("        {")
             if step_prefix:
@@ -134,6 +147,8 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
         out.append(f"        b += {ku * nr};")
         out.append("    }")
     out.append("    for (; k < kc; ++k) {")
+    if ku == 1:
+        out += ["        " + line for line in spread]
     out += step(spec, ops, acc, 0, "        ")
     out.append(f"        a += {mr};")
     out.append(f"        b += {nr};")

@@ -13,7 +13,7 @@ AVX512 = VectorOps(
     load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
     bcast="_mm512_set1_ps(*({p}))", splat="_mm512_set1_ps({x})",
     fma="_mm512_fmadd_ps({a}, {b}, {c})", mul="_mm512_mul_ps({a}, {b})",
-    add="_mm512_add_ps({a}, {b})")
+    add="_mm512_add_ps({a}, {b})", c_prefetch_spread=True)
 
 AVX2 = VectorOps(
     includes=("immintrin.h",), vtype="__m256", zero="_mm256_setzero_ps()",
