@@ -16,8 +16,9 @@
  * wrong C is not timed unless NOCHECK=1: the prof what-if builds).
  * Environment: OFFA, OFFB, OFFC (floats, default 0) start A, B, C that many floats past
  * a 64-byte boundary; numpy's large arrays start 16 bytes past one (OFF*=4). HUGE=1 puts
- * A, B and C on transparent huge pages (madvise(MADV_HUGEPAGE)), as numpy does for arrays
- * of 4 MiB and more where /sys/kernel/mm/transparent_hugepage/enabled is "madvise".
+ * A, B and C on transparent huge pages (madvise(MADV_HUGEPAGE), whatever their size; numpy
+ * does so for its arrays of 4 MiB and more where /sys/kernel/mm/transparent_hugepage/enabled
+ * is "madvise").
  * A DRV that defines MK_PROF_SLOTS (the "prof" variant) counts rdtsc cycles in packing
  * B, packing A and the micro-kernels; they are then printed per 1000 flops of ours.
  *

@@ -11,8 +11,8 @@
 #             _C: C tile in L1, _A/_B: first A/B micro-panel only; these time wrong results)
 #
 #   ENV = OFFA / OFFB / OFFC: A, B, C start that many floats past a 64-byte boundary
-#         (numpy's large arrays: 4); HUGE=1: A, B, C on transparent huge pages (numpy's
-#         arrays of 4 MiB and more, where THP is "madvise")
+#         (numpy's large arrays: 4); HUGE=1: A, B, C on transparent huge pages whatever
+#         their size (numpy madvises its arrays of 4 MiB and more, where THP is "madvise")
 # KC is the model's for the tile (avx2_4x24_u8: 256, avx512_8x32_u4: 272); MC, NC as given.
 #
 # Prints one line per run (to stderr) and, per shape and config, the median ratio OpenBLAS
@@ -20,7 +20,7 @@
 # rebuilt on every call in $BUILD/ISA (default BUILD=/tmp/gemm_vs_openblas).
 # Results: bench/results/*_prof*.txt, *_ab*.txt.
 set -euo pipefail
-if [ $# -ne 4 ]; then sed -n '2,22p' "$0"; exit 2; fi
+if [ $# -ne 4 ]; then sed -n '2,21p' "$0"; exit 2; fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd); PY=${PYTHON:-$ROOT/.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 ISA=$1; ROUNDS=$2; SHAPES=$3; read -ra CONF <<< "$4"

@@ -114,7 +114,8 @@ def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
     numpy is timed again for every kernel, so that each of a sweep's tiles gets its own
     side-by-side samples. (With numpy timed once, beside the first tile, a sweep on the
     lent Sapphire Rapids host reported 1.69x numpy on DeepBench for the tile that
-    ``microkernel bench`` had measured at 0.94-1.16 per shape a minute before.)
+    ``microkernel bench`` had measured at 0.94-1.16 on the tiled DeepBench shapes a
+    minute before.)
     ``blocking`` overrides the model's KC/MC/NC for our side.
     """
     from threadpoolctl import threadpool_limits

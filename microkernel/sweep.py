@@ -2,8 +2,9 @@
 
 For one ISA (default: the best this machine runs), enumerate MR x NR candidates
 between the latency bound and the register bound (Low et al. 2016, see
-``tile.register_budget``), plus gemm()'s default tile of that ISA (k-unrolled, e.g.
-``avx2_4x24_u8``) unless --mr/--nr restrict the search, then for each: generate the C micro-kernel, compile it
+``tile.register_budget``), plus gemm()'s default tile of that ISA (which may be
+k-unrolled, as ``avx2_4x24_u8`` is, and so not among the enumerated shapes) unless
+--mr/--nr restrict the search, then for each: generate the C micro-kernel, compile it
 through cffi, validate it on the edge catalogue (a failing shape is reported and
 excluded from the ranking), time it in L1 and inside the full ``gemm()`` on a
 workload of real GEMM shapes next to ``numpy.matmul`` (same run, same threads), and
@@ -106,8 +107,10 @@ def _inspect_row(spec: TileSpec, row: SweepRow, peak: float) -> None:
 def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbench",
           scale: int = 1, threads: int = 1, max_shapes: int = 16, repeats: int = 3,
           progress=None, blocking_search: bool = False) -> dict:
-    """Run the sweep; returns a dict with 'rows' (SweepRow dicts, ranked), 'peak_gflops',
-    'numpy_gflops', 'workload', 'winner'. See the module docstring."""
+    """Run the sweep; returns a dict with 'rows' (SweepRow dicts, ranked by ratio to
+    numpy), 'peak_gflops', 'numpy_gflops' (numpy's GFLOP/s beside the winner),
+    'workload', 'winner' and 'default' (gemm()'s default tile of the ISA). See the module
+    docstring."""
     from . import bench
     from .dispatch import best_isa, default_tile, get_kernel
     from .validate import run_catalogue
@@ -324,13 +327,16 @@ def run_sweep(args) -> int:
                   f"GFLOP/s = {w['pct_peak']:.0f}% of the measured FMA peak")
         ranks = {r["name"]: i for i, r in enumerate(res["rows"], 1)}
         d = next((r for r in res["rows"] if r["name"] == res["default"]), None)
-        if d is not None and d["name"] != w["name"] and d["ratio_numpy"]:
+        if d is not None and d["name"] != w["name"] and not d["ratio_numpy"]:
+            con.print(f"[red]gemm()'s default {d['name']} failed here[/red] (see above)")
+        elif d is not None and d["name"] != w["name"]:
             con.print(f"gemm()'s default {d['name']}: rank {ranks[d['name']]}, "
                       f"{d['ratio_numpy']:.2f}x numpy against the winner's {w['ratio_numpy']:.2f}x. "
                       f"A sweep times each tile once, a few samples per shape; to choose between "
                       f"two tiles, time them round by round: python bench/kernel_ab.py "
                       f"--kernels '{w['name']};{d['name']}' --sizes '' --workload {res['workload']}"
-                      + (f" --threads {res['threads']}" if res["threads"] != 1 else ""))
+                      + (f" --threads {res['threads']}" if res["threads"] != 1 else "")
+                      + (" (at full size: kernel_ab.py has no --scale)" if res["scale"] != 1 else ""))
         return 0
     con.print("[red]no tile passed validation[/red]")
     return 1

@@ -81,26 +81,40 @@ def test_isa_flags_stay_in_their_module():
 @pytest.mark.parametrize("name", ["avx2_4x24_u8", "avx2_6x16", "avx512_8x32_u4", "avx512_6x64",
                                   "avx512_6x48", "avx512_8x16", "neon_8x12", "scalar_3x5"])
 def test_c_tile_prefetch_covers_every_line_at_any_alignment(name):
-    """The micro-kernel prefetches its C tile (every row before the K loop, or on
-    AVX-512 row r in the loop's iteration r): at every start of a row within a 64-byte
-    line (0..15 floats in), the prefetched columns must touch every line the row's NR
-    floats touch (first and last element alone miss the middle line of a 24-float row
-    that starts 12 floats in), and every row must be prefetched."""
+    """The micro-kernel prefetches its C tile: every row before the K loop, or on
+    AVX-512 row r at k = r * k_unroll inside the loop, with every row before the loop
+    when kc < MR * k_unroll (the loop would not reach the last rows). Each way, every row
+    is prefetched, and at every start of a row within a 64-byte line (0..15 floats in)
+    the prefetched columns touch every line the row's NR floats touch (first and last
+    element alone miss the middle line of a 24-float row that starts 12 floats in)."""
     import re
     spec = TileSpec.from_name(name)
     src = codegen.generate(spec).split("_edge(")[0]   # the micro-kernel, not the edge entry
-    cols = {i: set() for i in range(spec.mr)}
-    for row, col in re.findall(r"__builtin_prefetch\(c \+ (\d+) \* rs_c(?: \+ (\d+) \* cs_c)?\)", src):
-        cols[int(row)].add(int(col or 0))
-    spread = re.search(r"if \(k < (\d+)\) \{.*\n\s*const float \*cp = c \+ (?:\(k / (\d+)\)|k) \* rs_c;", src)
-    if spread:   # rows k / ku for k = 0, ku, 2 ku, ... below the bound
-        bound, ku = int(spread[1]), int(spread[2] or 1)
-        assert ku == spec.k_unroll and bound == spec.mr * ku
-        got = {int(c or 0) for c in re.findall(r"__builtin_prefetch\(cp(?: \+ (\d+) \* cs_c)?\)", src)}
-        for row in range(spec.mr):
-            cols[row] |= got
-    for row, got in cols.items():
-        assert got, f"row {row} of {name} is not prefetched"
-        for start in range(16):
-            needed = {(start + j) // 16 for j in range(spec.nr)}
-            assert {(start + j) // 16 for j in got} == needed, (name, row, start)
+    mr, ku = spec.mr, spec.k_unroll
+    spread = spec.isa == "avx512"
+    head, _, loop = src.partition("int64_t k = 0;")
+
+    def coverage(text):   # row -> prefetched columns, for prefetches of c + i * rs_c
+        cols = {i: set() for i in range(mr)}
+        for row, col in re.findall(r"__builtin_prefetch\(c \+ (\d+) \* rs_c(?: \+ (\d+) \* cs_c)?\)", text):
+            cols[int(row)].add(int(col or 0))
+        return cols
+
+    ways = []
+    if spread:
+        fallback = re.search(r"if \(kc < (\d+)\) \{(.*?)\n    \}", head, re.S)
+        assert fallback and int(fallback[1]) == mr * ku, "no all-rows fallback for a short K"
+        ways.append(coverage(fallback[2]))
+        m = re.search(r"if \(k < (\d+)\) \{.*?\n\s*const float \*cp = c \+ (?:\(k / (\d+)\)|k) \* rs_c;(.*?)\}", loop, re.S)
+        assert m and int(m[1]) == mr * ku and int(m[2] or 1) == ku, "no per-row prefetch in the K loop"
+        got = {int(c or 0) for c in re.findall(r"__builtin_prefetch\(cp(?: \+ (\d+) \* cs_c)?\)", m[3])}
+        ways.append({i: got for i in range(mr)})   # rows k / ku for k = 0, ku, ..., (mr-1) ku
+    else:
+        assert "if (k <" not in src and "if (kc <" not in src   # all rows before the loop
+        ways.append(coverage(head))
+    for cols in ways:
+        for row, got in cols.items():
+            assert got, f"row {row} of {name} is not prefetched"
+            for start in range(16):
+                needed = {(start + j) // 16 for j in range(spec.nr)}
+                assert {(start + j) // 16 for j in got} == needed, (name, row, start)

@@ -108,16 +108,17 @@ def test_sweep_ranks_gemms_default_tile(monkeypatch, tmp_path):
     out = tmp_path / "s.json"
     assert main(["sweep", "--isa", isa, "--workload", "square", "--repeats", "2",
                  "--json", str(out)]) == 0
-    assert sorted(name for name, _ in timed) == sorted([f"{isa}_2x{lanes}", default_tile(isa).name])
+    assert sorted(name for name, _ in timed) == sorted([TileSpec(isa, 2, lanes).name, default_tile(isa).name])
     assert all(n == 2 for _, pairs in timed for n in pairs)
     res = json.loads(out.read_text())
     default = default_tile(isa).name
     assert res["default"] == default
-    assert {r["name"] for r in res["rows"]} == {f"{isa}_2x{lanes}", default}
+    small = TileSpec(isa, 2, lanes).name
+    assert {r["name"] for r in res["rows"]} == {small, default}
     assert all(r["valid"] and r["workload_gflops"] for r in res["rows"])
     assert main(["sweep", "--isa", isa, "--mr", "2", "--workload", "square", "--repeats", "1",
                  "--json", str(out)]) == 0
-    assert [r["name"] for r in json.loads(out.read_text())["rows"]] == [f"{isa}_2x{lanes}"]
+    assert [r["name"] for r in json.loads(out.read_text())["rows"]] == [small]
 
 
 def test_sweep_ranks_by_the_ratio_to_numpy_beside_each_tile(monkeypatch, tmp_path):
@@ -128,7 +129,7 @@ def test_sweep_ranks_by_the_ratio_to_numpy_beside_each_tile(monkeypatch, tmp_pat
     from microkernel.dispatch import default_tile
     from microkernel.tile import TileSpec
     isa = mk.probe().best_isa
-    lanes = mk.tile.ISAS[isa].lanes
+    lanes = mk.tile.ISAS[isa].lanes or 1   # SVE: NR in vectors
     small = TileSpec(isa, 2, lanes)
     monkeypatch.setattr(sw, "candidates", lambda *a, **k: [small])
 
@@ -166,4 +167,15 @@ def test_sweep_says_where_the_default_ranked(monkeypatch, capsys):
     out = " ".join(capsys.readouterr().out.split())   # undo rich's line wrapping
     assert "gemm()'s default avx2_4x24_u8: rank 2, 1.05x numpy against the winner's 1.10x" in out
     assert ("python bench/kernel_ab.py --kernels 'avx2_4x16;avx2_4x24_u8' --sizes '' "
-            "--workload deepbench --threads 2") in out
+            "--workload deepbench --threads 2") in out and "--scale" not in out
+    res["scale"] = 4        # kernel_ab.py would time the full-size shapes: said so
+    assert main(["sweep"]) == 0
+    assert "kernel_ab.py has no --scale" in " ".join(capsys.readouterr().out.split())
+    res["rows"][1].update(valid=False, workload_gflops=None, ratio_numpy=None)
+    assert main(["sweep"]) == 0   # the default failed validation: no rank, no command
+    out = " ".join(capsys.readouterr().out.split())
+    assert "gemm()'s default avx2_4x24_u8 failed here" in out and "kernel_ab.py" not in out
+    res["rows"] = [row("avx2_4x24_u8", 88.0), row("avx2_4x16", 84.0)]
+    res["winner"] = "avx2_4x24_u8"   # the default won: nothing more to say
+    assert main(["sweep"]) == 0
+    assert "gemm()'s default" not in capsys.readouterr().out

@@ -20,9 +20,27 @@ void mk_ukernel_avx512_8x16(int64_t kc, const float *restrict alpha,
     __m512 c5_0 = _mm512_setzero_ps();
     __m512 c6_0 = _mm512_setzero_ps();
     __m512 c7_0 = _mm512_setzero_ps();
+    if (kc < 8) {   /* too short a K loop to spread the C prefetches over */
+        __builtin_prefetch(c + 0 * rs_c);
+        __builtin_prefetch(c + 0 * rs_c + 15 * cs_c);
+        __builtin_prefetch(c + 1 * rs_c);
+        __builtin_prefetch(c + 1 * rs_c + 15 * cs_c);
+        __builtin_prefetch(c + 2 * rs_c);
+        __builtin_prefetch(c + 2 * rs_c + 15 * cs_c);
+        __builtin_prefetch(c + 3 * rs_c);
+        __builtin_prefetch(c + 3 * rs_c + 15 * cs_c);
+        __builtin_prefetch(c + 4 * rs_c);
+        __builtin_prefetch(c + 4 * rs_c + 15 * cs_c);
+        __builtin_prefetch(c + 5 * rs_c);
+        __builtin_prefetch(c + 5 * rs_c + 15 * cs_c);
+        __builtin_prefetch(c + 6 * rs_c);
+        __builtin_prefetch(c + 6 * rs_c + 15 * cs_c);
+        __builtin_prefetch(c + 7 * rs_c);
+        __builtin_prefetch(c + 7 * rs_c + 15 * cs_c);
+    }
     int64_t k = 0;
     for (; k < kc; ++k) {
-        if (k < 8) {   /* C row k: rows a short K does not reach are not prefetched */
+        if (k < 8) {   /* C row k */
             const float *cp = c + k * rs_c;
             __builtin_prefetch(cp);
             __builtin_prefetch(cp + 15 * cs_c);

@@ -20,9 +20,35 @@ void mk_ukernel_avx512_8x32_u4(int64_t kc, const float *restrict alpha,
     __m512 c5_0 = _mm512_setzero_ps(), c5_1 = _mm512_setzero_ps();
     __m512 c6_0 = _mm512_setzero_ps(), c6_1 = _mm512_setzero_ps();
     __m512 c7_0 = _mm512_setzero_ps(), c7_1 = _mm512_setzero_ps();
+    if (kc < 32) {   /* too short a K loop to spread the C prefetches over */
+        __builtin_prefetch(c + 0 * rs_c);
+        __builtin_prefetch(c + 0 * rs_c + 16 * cs_c);
+        __builtin_prefetch(c + 0 * rs_c + 31 * cs_c);
+        __builtin_prefetch(c + 1 * rs_c);
+        __builtin_prefetch(c + 1 * rs_c + 16 * cs_c);
+        __builtin_prefetch(c + 1 * rs_c + 31 * cs_c);
+        __builtin_prefetch(c + 2 * rs_c);
+        __builtin_prefetch(c + 2 * rs_c + 16 * cs_c);
+        __builtin_prefetch(c + 2 * rs_c + 31 * cs_c);
+        __builtin_prefetch(c + 3 * rs_c);
+        __builtin_prefetch(c + 3 * rs_c + 16 * cs_c);
+        __builtin_prefetch(c + 3 * rs_c + 31 * cs_c);
+        __builtin_prefetch(c + 4 * rs_c);
+        __builtin_prefetch(c + 4 * rs_c + 16 * cs_c);
+        __builtin_prefetch(c + 4 * rs_c + 31 * cs_c);
+        __builtin_prefetch(c + 5 * rs_c);
+        __builtin_prefetch(c + 5 * rs_c + 16 * cs_c);
+        __builtin_prefetch(c + 5 * rs_c + 31 * cs_c);
+        __builtin_prefetch(c + 6 * rs_c);
+        __builtin_prefetch(c + 6 * rs_c + 16 * cs_c);
+        __builtin_prefetch(c + 6 * rs_c + 31 * cs_c);
+        __builtin_prefetch(c + 7 * rs_c);
+        __builtin_prefetch(c + 7 * rs_c + 16 * cs_c);
+        __builtin_prefetch(c + 7 * rs_c + 31 * cs_c);
+    }
     int64_t k = 0;
     for (; k + 4 <= kc; k += 4) {
-        if (k < 32) {   /* C row k / 4: rows a short K does not reach are not prefetched */
+        if (k < 32) {   /* C row k / 4 */
             const float *cp = c + (k / 4) * rs_c;
             __builtin_prefetch(cp);
             __builtin_prefetch(cp + 16 * cs_c);

@@ -31,9 +31,10 @@ class VectorOps:
     mul: str           # {a}, {b}
     align: int = 64    # bytes, for the strided-C spill buffer
     add: str = ""      # {a}, {b}; needed only by the narrow edge kernels (emit_edge)
-    #: prefetch the C tile one row per K-loop iteration (rows 0..MR-1 in the first MR
-    #: iterations) instead of every row before the loop (docs/design-notes.md, "The C
-    #: tile is prefetched line by line": faster on Sapphire Rapids, slower on Zen 3)
+    #: prefetch the C tile one row per iteration of the unrolled K loop (rows 0..MR-1 at
+    #: k = 0, k_unroll, ..., (MR-1) * k_unroll) instead of every row before the loop
+    #: (docs/design-notes.md, "The C tile is prefetched line by line": faster on
+    #: Sapphire Rapids, slower on Zen 3)
     c_prefetch_spread: bool = False
 
 
@@ -120,19 +121,29 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
 
     # Prefetch the C tile while the K loop runs, so the epilogue's loads of C do not
     # stall (OpenBLAS/BLIS kernels do the same): every 64-byte line a row of the tile
-    # touches, wherever the row starts (an element each 16 floats, and the last); all
-    # rows before the loop, or (ops.c_prefetch_spread) row r in the loop's iteration r.
+    # touches, wherever the row starts (an element each 16 floats, and the last). All
+    # rows before the loop; or (ops.c_prefetch_spread) row r at the start of the
+    # (unrolled) loop's iteration r, i.e. at k = r * k_unroll, with all rows before the
+    # loop when kc is too short to reach the last row that way.
     ku = spec.k_unroll
     cols = prefetch_columns(nr)
-    if not ops.c_prefetch_spread:
+
+    def row_prefetches(base: str, indent: str) -> list[str]:
+        return [f"{indent}__builtin_prefetch({base}" + (f" + {j} * cs_c);" if j else ");")
+                for j in cols]
+    spread = []
+    if ops.c_prefetch_spread:
+        out.append(f"    if (kc < {mr * ku}) {{   /* too short a K loop to spread the C prefetches over */")
         for i in range(mr):
-            for j in cols:
-                out.append(f"    __builtin_prefetch(c + {i} * rs_c" + (f" + {j} * cs_c);" if j else ");"))
-    row = f"k / {ku}" if ku > 1 else "k"
-    spread = [f"if (k < {mr * ku}) {{   /* C row {row}: rows a short K does not reach are not prefetched */",
-              f"    const float *cp = c + (k / {ku}) * rs_c;" if ku > 1 else "    const float *cp = c + k * rs_c;",
-              *(f"    __builtin_prefetch(cp" + (f" + {j} * cs_c);" if j else ");") for j in cols),
-              "}"] if ops.c_prefetch_spread else []
+            out += row_prefetches(f"c + {i} * rs_c", "        ")
+        out.append("    }")
+        row = f"k / {ku}" if ku > 1 else "k"
+        spread = [f"if (k < {mr * ku}) {{   /* C row {row} */",
+                  f"    const float *cp = c + ({row}) * rs_c;" if ku > 1 else "    const float *cp = c + k * rs_c;",
+                  *row_prefetches("cp", "    "), "}"]
+    else:
+        for i in range(mr):
+            out += row_prefetches(f"c + {i} * rs_c", "    ")
     out.append("    int64_t k = 0;")
     if ku > 1:
         out.append(f"    for (; k + {ku} <= kc; k += {ku}) {{")
