@@ -123,7 +123,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
                          f"MR={mrs or 'any'} NR={nrs or 'any'}")
     default = default_tile(isa)
     if not (mrs or nrs) and default not in specs:
-        specs.append(default)  # gemm()'s default (k-unrolled): ranked beside the shapes
+        specs.append(default)  # gemm()'s default (k-unrolled on x86): ranked beside the shapes
     problems = load(workload, scale)
     rows: list[SweepRow] = []
     peak = None
