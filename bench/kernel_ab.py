@@ -143,6 +143,7 @@ def main():
 
     rng = np.random.default_rng(0)
     pause = 0.3 if args.threads > 1 else 0.0   # let spinning BLAS/OpenMP workers sleep
+    first = contenders[0][0]   # every later contender is also set against it, round by round
     width = max(len(label) for label, _, _ in contenders)
     print(f"numpy: {numpy_blas_info()}; {args.threads} thread(s); {args.rounds} rounds")
     rows = []
@@ -187,7 +188,6 @@ def main():
                        "ratio": med, "ratio_q1": q1, "ratio_q3": q3, "pair_ratios": ratios,
                        "seconds": times[label], "numpy_seconds": times["numpy"],
                        "inner": inner[label], "numpy_inner": inner["numpy"]}
-                first = contenders[0][0]
                 if label != first:   # the same round's times: both met the same spell
                     vs = [tf / tk for tf, tk in zip(times[first], times[label])]
                     row["vs_first"] = vs
@@ -206,7 +206,7 @@ def main():
         print(f"  {label:>{width}} {statistics.median(r):.3f} (min {min(r):.3f}, max {max(r):.3f})"
               + (f";  {statistics.median(tiled):.3f} over {len(tiled)}" if tiled else ""))
     if len(contenders) > 1:
-        print(f"per round against the first contender ({contenders[0][0]}): its time / this "
+        print(f"per round against the first contender ({first}): its time / this "
               "one's (> 1: this one is faster), median over shapes of the per-shape median:")
         for label, _, _ in contenders[1:]:
             vs = [row["vs_first_median"] for row in rows if row["kernel"] == label]
