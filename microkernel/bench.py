@@ -1,161 +1,137 @@
-"""Measurements: the FMA peak, the micro-kernel in L1, and gemm() against numpy.
+"""What the timing engine times: GEMM calls, the micro-kernel in L1, the FMA peak.
 
-Every number is taken in the same process and run, medians over repeats, and
-reported as GFLOP/s, % of the FMA peak measured here, and the ratio to
-``numpy.matmul`` timed side by side (interleaved, same thread count on both sides
-via threadpoolctl). The machines are shared and noisy: compare ratios, not lone
-absolute times.
+Builds :class:`microkernel.timing.Contender` lists for the engine and reads the
+figures back out of its rounds; every comparison is paired by round
+(:mod:`microkernel.stats`). Used by ``microkernel bench``, ``compare`` and ``sweep``
+and by the pytest-benchmark suite.
+
+* :func:`gemm_contenders`: ``gemm()`` with each kernel (and blocking) and the peer
+  libraries (:mod:`microkernel.peers`) on each problem, on one operand set per problem
+  shared by all contenders, every result checked once against the float64 reference
+  of :mod:`microkernel.validate` before any timing.
+* :func:`l1_contenders`: the FMA peak loop of an ISA and each kernel's micro-kernel
+  on packed panels hot in L1 (``mk_time_ukernel``: kc x (MR + NR) floats), so that
+  "% of peak" is a ratio of two figures taken in the same rounds, with one statistic.
 """
 from __future__ import annotations
 
 import dataclasses
-import statistics
-import time
 
 import numpy as np
 
-__all__ = ["measure_peak", "time_l1", "GemmTiming", "time_gemm_vs_numpy",
-           "numpy_blas_info", "median_ratio"]
+from . import peers as peers_mod
+from . import stats
+from .timing import Contender, Rounds
+
+__all__ = ["GemmEntry", "gemm_contenders", "l1_contenders", "PEAK", "l1_figures",
+           "WrongResult", "TILED_MIN", "tiled", "numpy_blas_info"]
+
+#: the peak loop's contender name in an L1 race
+PEAK = "fma_peak"
+#: problems with min(m, n) below this take the driver's GEMV path, not the register tile
+TILED_MIN = 16
 
 
-def measure_peak(kernel, repeats: int = 5, seconds: float = 0.05) -> float:
-    """FMA peak of one core for ``kernel``'s ISA in GFLOP/s: the best of ``repeats``
-    runs of independent FMA chains (generated mk_fma_peak). The best, not the median:
-    the peak is a capability, and on a shared machine any run can only be slowed."""
-    iters = 1_000_000
-    while True:  # size the loop to about `seconds`
-        flops = kernel.ffi.new("double *")
-        secs = kernel.lib.mk_fma_peak(iters, flops)
-        if secs >= seconds * 0.5 or iters > 1 << 34:
-            break
-        iters = int(iters * max(2.0, seconds / max(secs, 1e-6)))
-    return max(kernel.fma_peak(iters) for _ in range(repeats))
+class WrongResult(ValueError):
+    """A contender's result fell outside the float64 reference's bound."""
 
 
-def time_l1(kernel, kc: int = 256, repeats: int = 15, seconds: float = 0.03) -> float:
-    """Micro-kernel GFLOP/s with packed panels hot in L1 (median of ``repeats``);
-    kc * (MR + NR) * 4 bytes must fit L1 for the name to be true."""
-    flops_per_call = 2.0 * kernel.mr * kernel.nr * kc
-    reps = 1000
-    secs = kernel.lib.mk_time_ukernel(kc, reps)
-    reps = max(100, int(reps * seconds / max(secs, 1e-7)))
-    return statistics.median(
-        flops_per_call * reps / kernel.lib.mk_time_ukernel(kc, reps) / 1e9
-        for _ in range(repeats))
+def tiled(problems) -> list:
+    """The problems that exercise the register tile: min(m, n) >= TILED_MIN (n = 1 and
+    m = 1 take the driver's GEMV path, the same code for every tile)."""
+    return [p for p in problems if min(p.m, p.n) >= TILED_MIN]
 
 
 def numpy_blas_info() -> str:
-    """Which BLAS numpy uses here (threadpoolctl), e.g. 'openblas 0.3.31 Haswell'."""
-    try:
-        from threadpoolctl import threadpool_info
-        for pool in threadpool_info():
-            if pool.get("user_api") == "blas":
-                return (f"{pool.get('internal_api')} {pool.get('version')} "
-                        f"{pool.get('architecture', '')}").strip()
-    except Exception:  # pragma: no cover - informational only
-        pass
-    return "unknown"
+    """Which BLAS numpy uses here, e.g. 'numpy (openblas 0.3.31 Haswell)'."""
+    return peers_mod.describe("numpy")
 
 
-@dataclasses.dataclass
-class GemmTiming:
+@dataclasses.dataclass(frozen=True)
+class GemmEntry:
+    """One of our contenders: a display label, a loaded Kernel and its blocking
+    (None: the analytical model's)."""
     label: str
-    flops: int
-    ours_s: float            # median seconds
-    numpy_s: float
-    threads: int
-    #: numpy's time / ours for each pair of adjacent samples: their spread says whether a
-    #: ratio differs from 1 in this run
-    pair_ratios: tuple[float, ...] = ()
-
-    @property
-    def ours_gflops(self) -> float:
-        return self.flops / self.ours_s / 1e9
-
-    @property
-    def numpy_gflops(self) -> float:
-        return self.flops / self.numpy_s / 1e9
-
-    @property
-    def ratio(self) -> float:
-        """ours / numpy in GFLOP/s (> 1: we are faster)."""
-        return self.numpy_s / self.ours_s
-
-    @property
-    def ratio_quartiles(self) -> tuple[float, float] | None:
-        """First and third quartiles of the paired sample ratios (None below 4 pairs)."""
-        if len(self.pair_ratios) < 4:
-            return None
-        q = statistics.quantiles(self.pair_ratios, n=4)
-        return q[0], q[2]
+    kernel: object
+    blocking: object = None
 
 
-def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),
+                    seed: int = 0, check: bool = True) -> list[Contender]:
+    """Contenders for ``gemm()`` with each entry (:class:`GemmEntry`, or a loaded
+    Kernel) and each peer on each problem (one operand set per problem, C shared).
 
-
-def time_gemm_vs_numpy(kernel, problems, *, threads: int = 1, repeats: int = 5,
-                       min_seconds: float = 0.02, seed: int = 0,
-                       blocking=None) -> list[GemmTiming]:
-    """Time ``gemm(A, B, C, kernel=kernel, threads=threads)`` and ``numpy.matmul(A, B,
-    out=C)`` on each problem, one after the other in the same run, with numpy's BLAS
-    limited to ``threads``.
-
-    Each timed sample repeats the call enough times to last ``min_seconds``; the two
-    sides' samples alternate (ours, numpy, ours, ...), so that a slow spell of a
-    shared machine hits both, and the median of ``repeats`` samples per side is kept.
-    With several threads a pause separates the samples: OpenBLAS's and libgomp's
-    worker threads spin after a call and would steal the cores from the other side.
-    numpy is timed again for every kernel, so that each of a sweep's tiles gets its own
-    side-by-side samples. (With numpy timed once, beside the first tile, a sweep on the
-    lent Sapphire Rapids host reported 1.69x numpy on DeepBench for the tile that
-    ``microkernel bench`` had measured at 0.94-1.16 on the tiled DeepBench shapes a
-    minute before.)
-    ``blocking`` overrides the model's KC/MC/NC for our side.
+    With ``check``, every contender's C is computed once per problem (C poisoned with
+    NaN first) and compared against the float64 reference with the bound of
+    :func:`microkernel.validate.reference`; a result out of bound raises
+    :class:`WrongResult` naming the contender and the shape, before any timing.
     """
-    from threadpoolctl import threadpool_limits
-
+    from . import validate
     from .gemm import gemm
     rng = np.random.default_rng(seed)
+    entries = [e if isinstance(e, GemmEntry) else GemmEntry(e.label, e) for e in entries]
     out = []
-    # OpenBLAS workers spin for up to about 0.1 s after a call (THREAD_TIMEOUT 2**28
-    # cycles by default): let them sleep before timing the other side.
-    pause = 0.3 if threads > 1 else 0.0
-    with threadpool_limits(limits=threads, user_api="blas"):
-        for p in problems:
-            A, B = p.operands(rng)
-            C = np.empty((p.m, p.n), dtype=np.float32)
-            ours = lambda: gemm(A, B, C, kernel=kernel, threads=threads, blocking=blocking)  # noqa: E731
-            ref = lambda: np.matmul(A, B, out=C)  # noqa: E731
-            ref()
-            time.sleep(pause)
-            ours()
-            t_one = _median_time(ours, 3)
-            inner = max(1, int(min_seconds / max(t_one, 1e-7)))
-
-            def sample(f):
-                f()  # untimed: after a pause the caches and the worker threads are cold
-                t0 = time.perf_counter()
-                for _ in range(inner):
-                    f()
-                return (time.perf_counter() - t0) / inner
-
-            o_times, n_times = [], []
-            for _ in range(repeats):
-                time.sleep(pause)
-                o_times.append(sample(ours))
-                time.sleep(pause)
-                n_times.append(sample(ref))
-            pairs = tuple(nt / ot for ot, nt in zip(o_times, n_times))
-            out.append(GemmTiming(p.label, p.flops, statistics.median(o_times),
-                                  statistics.median(n_times), threads, pairs))
+    for p in problems:
+        A, B = p.operands(rng)
+        C = np.empty((p.m, p.n), np.float32)
+        calls = []
+        for e in entries:
+            fn = (lambda A=A, B=B, C=C, k=e.kernel, blk=e.blocking:
+                  gemm(A, B, C, kernel=k, threads=threads, blocking=blk))
+            calls.append(Contender(e.label, fn, p.flops, p.label))
+        for name in peers:
+            calls.append(Contender(name, peers_mod.call(name, A, B, C), p.flops, p.label,
+                                   reference=True))
+        if check:
+            ref, bound = validate.reference(A, B, C, 1.0, 0.0)
+            with peers_mod.limit_threads(threads, [c.name for c in calls if c.reference]):
+                for c in calls:
+                    C.fill(np.nan)
+                    c.fn()
+                    ok, _, _, detail = validate.check(C, ref, bound)
+                    if not ok:
+                        raise WrongResult(f"{c.name} on {p.label}: wrong result ({detail})")
+        out += calls
     return out
 
 
-def median_ratio(timings) -> float:
-    return statistics.median(t.ratio for t in timings) if timings else float("nan")
+def l1_contenders(kernels, peak_kernel, *, kc: int = 256, reps: int = 1000,
+                  peak_iters: int = 200_000) -> list[Contender]:
+    """The FMA peak loop of ``peak_kernel``'s ISA (contender :data:`PEAK`) and the
+    micro-kernel of each kernel in L1 (``reps`` calls on one packed kc-deep panel pair
+    per sample), all of shape ``"L1"``. GFLOP/s come from the engine's clock around
+    each call; the panels' setup inside ``mk_time_ukernel`` is (MR + NR) x kc floats,
+    well under 1% of ``reps`` calls."""
+    flops = peak_kernel.ffi.new("double *")
+    peak_kernel.lib.mk_fma_peak(1000, flops)
+    per_iter = flops[0] / 1000
+    out = [Contender(PEAK, lambda: peak_kernel.lib.mk_fma_peak(peak_iters, flops),
+                     per_iter * peak_iters, "L1")]
+    for k in kernels:
+        def ukernel(k=k):
+            if k.lib.mk_time_ukernel(kc, reps) < 0:
+                raise MemoryError("mk_time_ukernel could not allocate its panels")
+        out.append(Contender(k.label, ukernel, 2.0 * k.mr * k.nr * kc * reps, "L1"))
+    return out
+
+
+def l1_figures(rounds: Rounds, names) -> dict[str, dict]:
+    """Per kernel in an L1 race: GFLOP/s (median) and % of the peak measured in the
+    same rounds, each with its bootstrap interval; and the peak's own GFLOP/s."""
+    peak_c = rounds.contender("L1", PEAK)
+    peak_t = rounds.matrix(PEAK)[0]
+    peak_g = peak_c.flops / peak_t / 1e9
+    out = {PEAK: _gflops_interval(peak_g)}
+    for name in names:
+        c = rounds.contender("L1", name)
+        g = c.flops / rounds.matrix(name)[0] / 1e9
+        iv = stats.bootstrap((g / peak_g)[None, :])
+        out[name] = {**_gflops_interval(g), "pct_peak": 100 * iv.point,
+                     "pct_peak_lo": 100 * iv.lo, "pct_peak_hi": 100 * iv.hi}
+    return out
+
+
+def _gflops_interval(g: np.ndarray) -> dict:
+    iv = stats.bootstrap(g[None, :])   # geometric mean of one shape = the median
+    return {"gflops": iv.point, "gflops_lo": iv.lo, "gflops_hi": iv.hi,
+            "rounds": [float(x) for x in g]}

@@ -142,72 +142,6 @@ def cmd_validate(args) -> int:
     return 1 if failed else 0
 
 
-# -- bench --------------------------------------------------------------------------------
-
-def cmd_bench(args) -> int:
-    from . import bench
-    from .dispatch import get_kernel, kernels
-    from .gemm import blocking_for
-    from .workloads import load, square
-    names = args.kernel or kernels()
-    ks = [get_kernel(n) for n in names]
-    kern = ks[0]  # the kernel of the gemm() comparison
-    blk = blocking_for(kern)
-    if args.blocking:
-        blk = blk.replace(**args.blocking)  # ValueError (exit 2) for values < 1
-    con = _console()
-    best = get_kernel()  # the peak of this core: FMA chains of the best usable ISA
-    peak = bench.measure_peak(best)
-    result = {"peak_gflops": peak, "peak_isa": best.spec.isa, "numpy_blas": bench.numpy_blas_info(),
-              "l1": [], "gemm": [],
-              "gemm_blocking": {"kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
-                                "overridden": sorted(args.blocking or ())}}
-    t = Table(title=f"micro-kernel in L1 (K={args.kc}); FMA peak {best.spec.isa}: {peak:.1f} GFLOP/s")
-    for col in ("kernel", "GFLOP/s", "% of peak"):
-        t.add_column(col, justify="right")
-    l1 = [(k, bench.time_l1(k, kc=args.kc)) for k in ks]
-    # the clock moves on a VM: the peak is the best of before and after the kernels
-    peak = max(peak, bench.measure_peak(best))
-    result["peak_gflops"] = peak
-    t.title = f"micro-kernel in L1 (K={args.kc}); FMA peak {best.spec.isa}: {peak:.1f} GFLOP/s"
-    for k, g in l1:  # every kernel against the one core's FMA peak (of the best ISA)
-        t.add_row(k.name, f"{g:.1f}", f"{100 * g / peak:.0f}%")
-        result["l1"].append({"kernel": k.name, "gflops": g, "peak_gflops": peak,
-                             "pct_peak": 100 * g / peak})
-    con.print(t)
-    problems = square(args.sizes) if args.workload == "square" else load(args.workload)
-    for threads in args.threads:
-        timings = bench.time_gemm_vs_numpy(kern, problems, threads=threads, repeats=args.repeats,
-                                           blocking=blk)
-        t = Table(title=f"gemm() {kern.name} (KC={blk.kc} MC={blk.mc} NC={blk.nc}) vs numpy.matmul "
-                        f"({result['numpy_blas']}), {threads} thread(s), medians of {args.repeats}")
-        for col in ("shape", "ours GFLOP/s", "numpy GFLOP/s", "ratio", "pair ratios q1-q3",
-                    "% of peak x threads"):
-            t.add_column(col, justify="right")
-        for tm in timings:
-            q = tm.ratio_quartiles
-            t.add_row(tm.label, f"{tm.ours_gflops:.1f}", f"{tm.numpy_gflops:.1f}", f"{tm.ratio:.2f}",
-                      f"{q[0]:.2f}-{q[1]:.2f}" if q else "-",
-                      f"{100 * tm.ours_gflops / (peak * threads):.0f}%")
-            result["gemm"].append({"kernel": kern.name, "shape": tm.label, "threads": threads,
-                                   "ours_gflops": tm.ours_gflops, "numpy_gflops": tm.numpy_gflops,
-                                   "ratio": tm.ratio, "pair_ratios": list(tm.pair_ratios)})
-        con.print(t)
-        con.print(f"median ratio ours/numpy ({threads} thread(s)): "
-                  f"{bench.median_ratio(timings):.2f}")
-        # extra memory of a call: the calling thread's packing workspace, reused
-        ws = int(kern.lib.mk_workspace_bytes())
-        bound = threads * 4 * (blk.mc * blk.kc + blk.kc * (blk.nc + kern.nr) + kern.mr * kern.nr + 48)
-        con.print(f"packing workspace held after these calls: {ws / 2**20:.2f} MiB "
-                  f"(bound {threads} x (MC*KC + KC*(NC+NR) + MR*NR + 48) floats = {bound / 2**20:.2f} MiB)")
-        result.setdefault("workspace_bytes", {})[str(threads)] = ws
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-        con.print(f"wrote {args.json}")
-    return 0
-
-
 # -- commands from other modules ----------------------------------------------------------
 
 def _delegate(module: str, add: str, run: str):
@@ -243,22 +177,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("bench", help="FMA peak, micro-kernel in L1, gemm() vs numpy")
-    p.add_argument("--kernel", action="append", help="tile name (repeatable); default: all runnable")
-    p.add_argument("--kc", type=int, default=256, help="K for the L1 timing (default 256)")
-    p.add_argument("--sizes", type=_csv_ints, default=[256, 512, 1024], help="square sizes")
-    p.add_argument("--workload", default="square", choices=["square", "deepbench", "minilm"])
-    p.add_argument("--threads", type=_csv_ints, default=[1], help="e.g. 1,2")
-    p.add_argument("--vs", default="numpy", choices=["numpy"], help="reference library")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--blocking", type=_blocking_arg, metavar="kc=N,mc=N,nc=N",
-                   help="override the model's gemm() blocking (any of KC, MC, NC; elements)")
-    p.add_argument("--json", metavar="PATH", help="save results as JSON")
-    p.set_defaults(func=cmd_bench)
-
     for name, module, add, run, help_ in (
-            ("sweep", "sweep", "add_sweep_arguments", "run_sweep",
+            ("bench", "commands.bench", "add_arguments", "run",
+             "FMA peak, micro-kernels in L1, gemm() against numpy and other peers"),
+            ("sweep", "commands.sweep", "add_arguments", "run",
              "generate, compile, validate and rank tile shapes on real GEMM shapes"),
+            ("compare", "commands.compare", "add_arguments", "run",
+             "time tiles (and peers) against each other round by round"),
             ("asm", "inspect", "add_asm_arguments", "run_asm",
              "inner K loop disassembly, FMA/load/spill counts, llvm-mca cycles"),
             ("cross", "cross", "add_cross_arguments", "run_cross",
@@ -286,10 +211,14 @@ def main(argv=None) -> int:
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     from .build import BuildError
+    from .commands.common import UsageError
     from .dispatch import IsaUnavailableError
     from .tile import TileError
     try:
         return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"microkernel {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except (IsaUnavailableError, TileError, BuildError, ValueError, OSError) as exc:
         print(f"microkernel {args.command}: error: {exc}", file=sys.stderr)
         return 2

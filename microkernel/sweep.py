@@ -2,26 +2,43 @@
 
 For one ISA (default: the best this machine runs), enumerate MR x NR candidates
 between the latency bound and the register bound (Low et al. 2016, see
-``tile.register_budget``), plus gemm()'s default tile of that ISA (which may be
-k-unrolled, as ``avx2_4x24_u8`` is, and so not among the enumerated shapes) unless
---mr/--nr restrict the search, then for each: generate the C micro-kernel, compile it
-through cffi, validate it on the edge catalogue (a failing shape is reported and
-excluded from the ranking), time it in L1 and inside the full ``gemm()`` on a
-workload of real GEMM shapes next to ``numpy.matmul`` (same run, same threads), and
-rank by the ratio to numpy on the workload (numpy's total time over ours, numpy timed
-beside each tile): a slow spell of a shared machine moves both sides of that ratio,
-where it would move a tile's GFLOP/s alone. The result is a table, optionally JSON and
-a PNG.
+``tile.register_budget``), plus gemm()'s default tile of that ISA unless --mr/--nr
+restrict the search. For each: generate the C micro-kernel, compile it through cffi,
+validate it on the edge catalogue (a failing tile is reported and not timed), read its
+inner loop (spills, llvm-mca's predicted cycles per k step). Then two races on the
+timing engine (:mod:`microkernel.timing`), every contender in the same rounds:
+
+1. **L1**: each micro-kernel on packed panels hot in L1 beside the ISA's FMA peak
+   loop; "% of peak" is the per-round ratio, with its interval.
+2. **Workload**: ``gemm()`` with each tile on the workload's tiled shapes
+   (min(m, n) >= 16; n = 1 shapes take the driver's GEMV path, the same code for every
+   tile), with numpy (and PyTorch / blis where installed) as reference columns. Tiles
+   clearly behind the leader are dropped from the race; the leaders keep being timed
+   until the leader is separated from the rest by more than the margin, or every
+   challenger is shown to be within it, or the time budget is spent. The verdict
+   (:func:`microkernel.stats.verdict`) is a winner or a tie, with intervals.
+
+An ISA this machine cannot run (``--isa avx512`` without AVX-512, ``neon``/``sve`` on
+x86) gets :func:`predicted`: a static ranking from the generated code (register
+budget, spills and llvm-mca's cycles per k step for an ``-mcpu``), labelled as
+predicted and never mixed with measured numbers.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 
+import numpy as np
+
+from . import stats
 from .tile import ISAS, TileError, TileSpec, register_budget
 
-__all__ = ["candidates", "SweepRow", "sweep", "add_sweep_arguments", "run_sweep"]
+__all__ = ["candidates", "SweepRow", "sweep", "predicted", "search_blocking",
+           "SweepError"]
+
+
+class SweepError(ValueError):
+    """A sweep that cannot start (no candidate tile, nothing valid to time)."""
 
 
 def candidates(isa: str, mrs=None, nrs=None, max_shapes: int = 16,
@@ -35,9 +52,8 @@ def candidates(isa: str, mrs=None, nrs=None, max_shapes: int = 16,
     """
     info = ISAS[isa]
     lanes = info.lanes or 1
-    nv_options = range(1, 9)
     cands = []
-    for nv in nv_options:
+    for nv in range(1, 9):
         nr = nv if info.lanes is None else nv * lanes
         if nrs and nr not in nrs:
             continue
@@ -46,8 +62,7 @@ def candidates(isa: str, mrs=None, nrs=None, max_shapes: int = 16,
                 spec = TileSpec(isa, mr, nr)
             except TileError:
                 continue
-            b = register_budget(spec)
-            if not mrs and not b.hides_fma_latency:
+            if not mrs and not register_budget(spec).hides_fma_latency:
                 continue
             cands.append(spec)
     if len(cands) > max_shapes:
@@ -64,143 +79,278 @@ def candidates(isa: str, mrs=None, nrs=None, max_shapes: int = 16,
 
 @dataclasses.dataclass
 class SweepRow:
+    """One tile of a sweep. ``status``: leader / tied / behind (the verdict), or
+    invalid (failed the edge catalogue) / error (did not build); ``vs_leader`` and
+    ``vs_numpy`` are intervals (dicts of point, lo, hi) of its workload speed relative
+    to the leader and to numpy (> 1: faster); ``l1`` holds GFLOP/s and % of peak with
+    their intervals."""
     name: str
     mr: int
     nr: int
+    k_unroll: int
     registers: str
-    compile_s: float
-    valid: bool
-    cases: int
-    failures: list
-    l1_gflops: float | None = None
-    pct_peak: float | None = None
-    workload_gflops: float | None = None
-    numpy_gflops: float | None = None
-    ratio_numpy: float | None = None
-    median_ratio: float | None = None
+    compile_s: float = 0.0
+    valid: bool = False
+    cases: int = 0
+    failures: list = dataclasses.field(default_factory=list)
+    error: str = ""
     spills: int | None = None
     predicted_cycles_per_k: float | None = None
-    measured_cycles_per_k: float | None = None
-    error: str = ""
+    mcpu: str | None = None
+    l1: dict | None = None
+    status: str = ""
+    vs_leader: dict | None = None
+    vs_numpy: dict | None = None
+    workload_gflops: float | None = None
+    dropped_after: int | None = None
+    is_default: bool = False
 
 
-def _inspect_row(spec: TileSpec, row: SweepRow, peak: float) -> None:
-    """Spills and cycles from microkernel.inspect, when it is available."""
+def _static(spec: TileSpec, row: SweepRow, mcpu: str | None = None) -> None:
+    """Spills and llvm-mca's cycles per k from the inner loop (advisory: a failure is
+    noted in the row, never fatal)."""
     try:
         from . import inspect as mk_inspect
-    except ImportError:
-        return
-    try:
-        rep = mk_inspect.report(spec, measure=False)
-    except Exception as exc:  # inspection is advisory; never sink the sweep
+        rep = mk_inspect.report(spec, measure=False, mcpu=mcpu)
+    except Exception as exc:  # noqa: BLE001 - inspection is advisory
         row.error = (row.error + f" inspect: {exc}").strip()
         return
     row.spills = rep.get("spills")
     row.predicted_cycles_per_k = rep.get("predicted_cycles_per_k")
-    # measured cycles per k step from the L1 rate: FMAs per k step run at
-    # fma_units per cycle at peak, so cycles/k = (FMAs/k / units) * peak / achieved.
-    if row.l1_gflops:
-        fmas = spec.mr * spec.vectors_per_row
-        row.measured_cycles_per_k = fmas / spec.info.fma_units * peak / row.l1_gflops
+    row.mcpu = (rep.get("mca") or {}).get("mcpu")
 
 
-def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbench",
-          scale: int = 1, threads: int = 1, max_shapes: int = 16, repeats: int = 3,
-          progress=None, blocking_search: bool = False) -> dict:
-    """Run the sweep; returns a dict with 'rows' (SweepRow dicts, ranked by ratio to
-    numpy), 'peak_gflops', 'numpy_gflops' (numpy's GFLOP/s beside the winner),
-    'workload', 'winner' and 'default' (gemm()'s default tile of the ISA). See the module
-    docstring."""
-    from . import bench
-    from .dispatch import best_isa, default_tile, get_kernel
+def _prepare(specs, default, progress):
+    """Compile, validate and read every tile: [(spec, kernel or None, row)]."""
+    from .dispatch import get_kernel
     from .validate import run_catalogue
-    from .workloads import load
-
-    isa = isa or best_isa()
-    specs = candidates(isa, mrs, nrs, max_shapes)
-    if not specs:
-        raise ValueError(f"no {isa} tile fits the register and latency bounds for "
-                         f"MR={mrs or 'any'} NR={nrs or 'any'}")
-    default = default_tile(isa)
-    if not (mrs or nrs) and default not in specs:
-        specs.append(default)  # gemm()'s default (k-unrolled on x86): ranked beside the shapes
-    problems = load(workload, scale)
-    rows: list[SweepRow] = []
-    peak = None
-    task = progress.add_task(f"sweep {isa}", total=len(specs)) if progress else None
+    out = []
     for spec in specs:
-        if progress:
-            progress.update(task, description=f"{spec.name}: compile")
-        t0 = time.perf_counter()
         b = register_budget(spec)
-        row = SweepRow(spec.name, spec.mr, spec.nr, f"{b.needed}/{b.available}", 0.0, False, 0, [])
+        row = SweepRow(spec.name, spec.mr, spec.nr, spec.k_unroll, f"{b.needed}/{b.available}",
+                       is_default=spec == default)
+        progress(f"{spec.name}: compile")
+        t0 = time.perf_counter()
         try:
             k = get_kernel(spec)
-        except Exception as exc:
-            row.error = f"{type(exc).__name__}: {exc}"
-            rows.append((spec, row))
-            if progress:
-                progress.advance(task)
+        except Exception as exc:  # noqa: BLE001 - one tile's failure is a row, not a crash
+            row.error, row.status = f"{type(exc).__name__}: {exc}", "error"
+            out.append((spec, None, row))
             continue
         row.compile_s = time.perf_counter() - t0
-        # The peak is re-measured next to every shape and the best kept: on a VM the
-        # clock moves (turbo, neighbours), and a peak taken once could sit below a
-        # kernel timed a minute later.
-        peak = max(peak or 0.0, bench.measure_peak(k, repeats=3))
-        if progress:
-            progress.update(task, description=f"{spec.name}: validate")
+        progress(f"{spec.name}: validate")
         results = run_catalogue(k)
         row.cases = len(results)
         row.failures = [r.case.label for r in results if not r.ok]
         row.valid = not row.failures
-        if row.valid:
-            if progress:
-                progress.update(task, description=f"{spec.name}: time")
-            row.l1_gflops = bench.time_l1(k)
-            timings = bench.time_gemm_vs_numpy(k, problems, threads=threads, repeats=repeats)
-            flops = sum(t.flops for t in timings)
-            ours = sum(t.ours_s for t in timings)
-            theirs = sum(t.numpy_s for t in timings)
-            row.workload_gflops = flops / ours / 1e9
-            row.numpy_gflops = flops / theirs / 1e9
-            row.ratio_numpy = theirs / ours
-            row.median_ratio = bench.median_ratio(timings)
-        rows.append((spec, row))
-        if progress:
-            progress.advance(task)
-    for spec, row in rows:  # against the best peak of the whole run
-        if row.l1_gflops:
-            row.pct_peak = 100 * row.l1_gflops / peak
-        _inspect_row(spec, row, peak or 1.0)
-    rows = [row for _, row in rows]
-    ranked = sorted(rows, key=lambda r: -(r.ratio_numpy or -1))
-    winner = next((r for r in ranked if r.valid and r.workload_gflops), None)
-    out = {"isa": isa, "workload": workload, "scale": scale, "threads": threads,
-           "problems": [p.label for p in problems], "peak_gflops": peak,
-           "numpy_blas": bench.numpy_blas_info(),
-           "numpy_gflops": winner.numpy_gflops if winner else None,
-           "rows": [dataclasses.asdict(r) for r in ranked],
-           "winner": winner.name if winner else None,
-           "default": default.name}
-    if workload == "minilm" and winner:
-        from .minilm import run_layer
-        layer = run_layer(get_kernel(winner.name))
-        out["minilm_check"] = {"kernel": winner.name, "all_ok": layer["all_ok"],
-                               "max_err_ratio": layer["max_err_ratio"],
-                               "output_rel_diff": layer["output_rel_diff"]}
-    if blocking_search and winner:
-        out["blocking_search"] = search_blocking(get_kernel(winner.name), problems, threads)
+        if not row.valid:
+            row.status = "invalid"
+        progress(f"{spec.name}: inner loop")
+        _static(spec, row)
+        out.append((spec, k if row.valid else None, row))
     return out
 
 
-def search_blocking(kernel, problems, threads: int = 1) -> list[dict]:
-    """Time the kernel on ``problems`` with KC, MC, NC scaled around the model's choice
-    (x0.5, x1, x1.5/x2); returns rows sorted fastest first."""
+def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbench",
+          scale: int = 1, threads: int = 1, max_shapes: int = 16,
+          margin: float = stats.DEFAULT_MARGIN, budget: float = 120.0,
+          min_rounds: int = 6, max_rounds: int = 40, l1_rounds: int = 9,
+          min_time: float = 0.02, peers=None, seed: int = 0, progress=None,
+          blocking_search: bool = False) -> dict:
+    """Run the sweep (see the module docstring); returns a JSON-serialisable dict:
+    ``rows`` (SweepRow dicts, ranked), ``verdict`` (stats.Verdict.as_dict()),
+    ``winner`` (the leader when separated, else None), ``leader``, ``ties``,
+    ``default`` (gemm()'s default tile of the ISA), ``peak`` (GFLOP/s with interval),
+    ``shapes`` (per shape: flops, GFLOP/s of every tile and peer, ratio to the shape's
+    best with interval), ``race`` (rounds, why it stopped, seconds, budget),
+    ``samples`` (every sample of both races).
+
+    Raises SweepError when no tile is a candidate or none passes validation,
+    IsaUnavailableError when ``isa`` cannot run here (use :func:`predicted`).
+    """
+    from . import bench, peers as peers_mod
+    from .dispatch import IsaUnavailableError, best_isa, default_tile, usable_isas
+    from .timing import Race, Rounds
+    from .workloads import load
+
+    progress = progress or (lambda text: None)
+    isa = isa or best_isa()
+    if isa not in usable_isas():
+        raise IsaUnavailableError(f"{isa} cannot run here; microkernel.sweep.predicted() "
+                                  f"ranks its tiles statically")
+    specs = candidates(isa, mrs, nrs, max_shapes)
+    if not specs:
+        raise SweepError(f"no {isa} tile fits the register and latency bounds for "
+                         f"--mr {mrs or 'any'} --nr {nrs or 'any'}")
+    default = default_tile(isa)
+    if not (mrs or nrs) and default not in specs:
+        specs.append(default)   # gemm()'s default (k-unrolled on x86): ranked beside them
+    all_problems = load(workload, scale)
+    problems = bench.tiled(all_problems)
+    if not problems:
+        raise SweepError(f"workload {workload} has no shape with min(m, n) >= "
+                         f"{bench.TILED_MIN} to rank tiles on")
+    prepared = _prepare(specs, default, progress)
+    ready = [(s, k, r) for s, k, r in prepared if k is not None]
+    if not ready:
+        raise SweepError("no tile passed validation")
+    kernels = [k for _, k, _ in ready]
+    rows = {r.name: r for _, _, r in prepared}
+
+    # 1. L1 and peak, interleaved
+    l1 = Rounds(bench.l1_contenders(kernels, kernels[0]), min_time=min_time, seed=seed,
+                progress=lambda t: progress(f"L1 race: {t}"))
+    for _ in range(l1_rounds):
+        l1.round()
+    l1_fig = bench.l1_figures(l1, [k.label for k in kernels])
+    for k in kernels:
+        rows[k.name].l1 = {x: v for x, v in l1_fig[k.label].items() if x != "rounds"}
+
+    # 2. the workload race
+    peer_names = peers_mod.available(peers) if peers is not None else peers_mod.available()
+    progress(f"workload race: checking {len(kernels)} tiles and {len(peer_names)} peers "
+             f"on {len(problems)} shapes against float64")
+    with peers_mod.limit_threads(threads, peer_names):
+        contenders = bench.gemm_contenders(kernels, problems, threads=threads,
+                                           peers=peer_names, seed=seed)
+        rounds = Rounds(contenders, min_time=min_time, pause=0.3 if threads > 1 else 0.0,
+                        seed=seed, progress=lambda t: progress(
+                            f"workload race: {t}, {len(race.active)} tiles left"))
+        race = Race(rounds, margin=margin, min_rounds=min_rounds, max_rounds=max_rounds,
+                    budget=budget)
+        result = race.run()
+    v = result.verdict
+    times = rounds.matrices([k.name for k in kernels])
+    flops = {p.label: p.flops for p in problems}
+    total_flops = sum(flops.values())
+    numpy_t = rounds.matrix("numpy") if "numpy" in peer_names else None
+    for name, c in v.comparisons.items():
+        row = rows[name]
+        row.status = c.status
+        row.vs_leader = c.vs_leader.as_dict()
+        row.dropped_after = result.dropped.get(name)
+        med = np.nanmedian(times[name], axis=1)
+        row.workload_gflops = total_flops / float(np.sum(med)) / 1e9
+        if numpy_t is not None:
+            row.vs_numpy = stats.bootstrap(stats.paired_ratios(numpy_t, times[name])).as_dict()
+    order = {n: i for i, n in enumerate(v.comparisons)}
+    ranked = sorted(rows.values(), key=lambda r: (order.get(r.name, len(order)), r.name))
+
+    shapes = _per_shape(rounds, problems, [n for n in v.ties] + [n for n in v.behind
+                                                                 if n not in result.dropped],
+                        peer_names)
+    out = {"isa": isa, "workload": workload, "scale": scale, "threads": threads,
+           "problems": [p.label for p in all_problems],
+           "ranked_problems": [p.label for p in problems],
+           "gemv_problems": [p.label for p in all_problems if p not in problems],
+           "peers": {n: peers_mod.describe(n) for n in peer_names},
+           "peak": {x: y for x, y in l1_fig[bench.PEAK].items() if x != "rounds"},
+           "peak_gflops": l1_fig[bench.PEAK]["gflops"],
+           "rows": [dataclasses.asdict(r) for r in ranked],
+           "verdict": v.as_dict(), "leader": v.leader, "ties": list(v.ties),
+           "winner": v.leader if v.separated else None, "default": default.name,
+           "shapes": shapes,
+           "race": {"rounds": result.rounds, "stopped": result.stopped,
+                    "seconds": result.seconds, "budget": budget, "margin": margin,
+                    "level": v.level, "min_rounds": min_rounds, "max_rounds": max_rounds,
+                    "dropped": result.dropped, "min_time": min_time},
+           "samples": {"l1": l1.samples(), "workload": rounds.samples()}}
+    if workload == "minilm":
+        from .dispatch import get_kernel
+        from .minilm import run_layer
+        layer = run_layer(get_kernel(v.leader))
+        out["minilm_check"] = {"kernel": v.leader, "all_ok": layer["all_ok"],
+                               "max_err_ratio": layer["max_err_ratio"],
+                               "output_rel_diff": layer["output_rel_diff"]}
+    if blocking_search:
+        from .dispatch import get_kernel
+        out["blocking_search"] = search_blocking(get_kernel(v.leader), problems, threads,
+                                                 min_time=min_time, seed=seed)
+    return out
+
+
+def _per_shape(rounds, problems, names, peer_names) -> list[dict]:
+    """Per problem: every listed tile's and peer's GFLOP/s, and each tile's speed
+    relative to the shape's best tile (paired by round, with interval)."""
+    out = []
+    for i, p in enumerate(problems):
+        t = {n: rounds.matrix(n)[i:i + 1] for n in names}
+        med = {n: float(np.nanmedian(t[n])) for n in names}
+        best = min(names, key=lambda n: med[n])
+        tiles = []
+        for n in names:
+            iv = stats.bootstrap(stats.paired_ratios(t[best], t[n]))
+            tiles.append({"name": n, "gflops": p.flops / med[n] / 1e9,
+                          "vs_best": iv.as_dict()})
+        out.append({"shape": p.label, "flops": p.flops, "best": best,
+                    "tiles": sorted(tiles, key=lambda x: -x["gflops"]),
+                    "peers": {n: rounds.gflops(p.label, n) for n in peer_names}})
+    return out
+
+
+def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
+              mcpu: str | None = None, progress=None) -> dict:
+    """A static ranking for an ISA this machine need not run: each candidate is
+    generated and compiled (not executed), its inner K loop read from the object code,
+    and llvm-mca (``-mcpu``, default per ISA) predicts cycles per k step. Ranked by
+    predicted FMA-unit utilisation = (FMAs per k / FMA units) / predicted cycles per k.
+    Returns a dict with ``rows`` (name, registers, spills, predicted cycles per k,
+    predicted utilisation), ``mcpu`` and ``predicted: True``.
+
+    Raises SweepError when no tile is a candidate or no tile could be analysed (the
+    message names what is missing, e.g. llvm-mca or the cross compiler).
+    """
+    from .dispatch import default_tile
+    from . import inspect as analysis_report
+    progress = progress or (lambda text: None)
+    specs = candidates(isa, mrs, nrs, max_shapes)
+    if not specs:
+        raise SweepError(f"no {isa} tile fits the register and latency bounds for "
+                         f"--mr {mrs or 'any'} --nr {nrs or 'any'}")
+    default = default_tile(isa)
+    if not (mrs or nrs) and default not in specs:
+        specs.append(default)
+    rows, errors = [], []
+    for spec in specs:
+        progress(f"{spec.name}: compile and read the inner loop")
+        b = register_budget(spec)
+        row = {"name": spec.name, "mr": spec.mr, "nr": spec.nr, "k_unroll": spec.k_unroll,
+               "registers": f"{b.needed}/{b.available}", "is_default": spec == default,
+               "spills": None, "predicted_cycles_per_k": None, "fmas_per_k":
+               spec.mr * spec.vectors_per_row, "predicted_utilisation": None, "error": ""}
+        try:
+            rep = analysis_report.report(spec, measure=False, mcpu=mcpu)
+            row["spills"] = rep.get("spills")
+            cyc = rep.get("predicted_cycles_per_k")
+            row["predicted_cycles_per_k"] = cyc
+            row["mcpu"] = (rep.get("mca") or {}).get("mcpu")
+            if cyc:
+                row["predicted_utilisation"] = (row["fmas_per_k"] / spec.info.fma_units) / cyc
+            elif rep.get("mca_missing") or rep.get("mca_error"):
+                row["error"] = rep.get("mca_missing") or rep.get("mca_error")
+        except Exception as exc:  # noqa: BLE001 - one tile's failure is a row
+            row["error"] = f"{type(exc).__name__}: {exc}"
+            errors.append(row["error"])
+        rows.append(row)
+    if all(r["predicted_cycles_per_k"] is None for r in rows):
+        raise SweepError(f"no {isa} tile could be analysed: {errors[0] if errors else rows[0]['error']}")
+    rows.sort(key=lambda r: -(r["predicted_utilisation"] or -1))
+    mc = next((r.get("mcpu") for r in rows if r.get("mcpu")), mcpu)
+    return {"isa": isa, "predicted": True, "mcpu": mc, "rows": rows,
+            "leader": rows[0]["name"], "default": default.name}
+
+
+def search_blocking(kernel, problems, threads: int = 1, *, rounds: int = 5,
+                    min_time: float = 0.02, seed: int = 0) -> list[dict]:
+    """Time ``kernel`` on ``problems`` with KC, MC, NC scaled around the model's choice
+    (x0.5, x1, x1.5/x2), all blockings interleaved in the same rounds; returns one row
+    per blocking (kc, mc, nc, model, speed relative to the model's blocking with its
+    interval), fastest first."""
     from . import bench
     from .gemm import blocking_for
+    from .timing import Rounds
     base = blocking_for(kernel)
-    rows = []
-    seen = set()
+    entries, seen = [], {}
     for fk, fm, fn in [(1, 1, 1), (0.5, 1, 1), (1.5, 1, 1), (1, 0.5, 1), (1, 2, 1),
                        (1, 1, 0.5), (0.5, 2, 1), (1.5, 0.5, 1)]:
         kc = max(8, int(base.kc * fk))
@@ -208,135 +358,15 @@ def search_blocking(kernel, problems, threads: int = 1) -> list[dict]:
         nc = max(kernel.nr, int(base.nc * fn) // kernel.nr * kernel.nr)
         if (kc, mc, nc) in seen:
             continue
-        seen.add((kc, mc, nc))
-        blk = base.replace(kc=kc, mc=mc, nc=nc)
-        t = bench.time_gemm_vs_numpy(kernel, problems, threads=threads, repeats=3,
-                                     blocking=blk)
-        flops = sum(x.flops for x in t)
-        secs = sum(x.ours_s for x in t)
-        rows.append({"kc": kc, "mc": mc, "nc": nc, "model": (fk, fm, fn) == (1, 1, 1),
-                     "gflops": flops / secs / 1e9})
-    return sorted(rows, key=lambda r: -r["gflops"])
-
-
-def plot(result: dict, path: str) -> None:
-    """PNG: workload GFLOP/s over the MR x NR grid, with the FMA peak and numpy marked."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    rows = [r for r in result["rows"] if r["workload_gflops"]]
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    sc = ax.scatter([r["nr"] for r in rows], [r["mr"] for r in rows],
-                    c=[r["workload_gflops"] for r in rows], s=[40 + 6 * (r["l1_gflops"] or 0) for r in rows],
-                    cmap="viridis")
-    for r in rows:   # gemm()'s default may share its MR x NR point: its label goes below
-        is_default = r["name"] == result.get("default")
-        ax.annotate((f"{r['name']} (default): " if is_default else "")
-                    + f"{r['workload_gflops']:.0f} (L1 {r['pct_peak']:.0f}% of peak)",
-                    (r["nr"], r["mr"]), textcoords="offset points",
-                    xytext=(10, -10 if is_default else 4), fontsize=7)
-    cb = fig.colorbar(sc, ax=ax)
-    cb.set_label("GFLOP/s on workload (marker size: GFLOP/s in L1)")
-    if result.get("numpy_gflops"):
-        cb.ax.axhline(result["numpy_gflops"], color="red", lw=2)
-        cb.ax.text(-0.1, result["numpy_gflops"], "numpy ", color="red", va="center", ha="right",
-                   transform=cb.ax.get_yaxis_transform(), fontsize=8)
-    ax.set_xlabel("NR (fp32 lanes)")
-    ax.set_ylabel("MR (rows)")
-    ax.set_title(f"{result['isa']} tiles on {result['workload']}: FMA peak "
-                 f"{result['peak_gflops']:.0f} GFLOP/s, numpy {result.get('numpy_gflops') or 0:.0f}; "
-                 f"winner {result['winner']}", fontsize=9)
-    ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-# -- CLI ------------------------------------------------------------------------------------
-
-def add_sweep_arguments(p) -> None:
-    from .cli import _csv_ints
-    p.add_argument("--isa", help="ISA to sweep (default: the best this machine runs)")
-    p.add_argument("--mr", type=_csv_ints, help="MR values, e.g. 4,6,8")
-    p.add_argument("--nr", type=_csv_ints, help="NR values in lanes (SVE: vectors), e.g. 16,32")
-    p.add_argument("--workload", default="deepbench", choices=["deepbench", "minilm", "square"])
-    p.add_argument("--scale", type=int, default=1,
-                   help="divide DeepBench dimensions > 256 by this factor (default 1: real shapes)")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--max-shapes", type=int, default=16)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--blocking", action="store_true",
-                   help="also search KC/MC/NC around the model's choice for the winner")
-    p.add_argument("--json", metavar="PATH", help="save everything as JSON")
-    p.add_argument("--plot", metavar="PATH", help="write a PNG of GFLOP/s over the MR x NR grid")
-
-
-def run_sweep(args) -> int:
-    from rich.progress import Progress
-    from rich.table import Table
-
-    from .cli import _console
-    con = _console()
-    with Progress(console=con, transient=True) as progress:
-        res = sweep(args.isa, mrs=args.mr, nrs=args.nr, workload=args.workload, scale=args.scale,
-                    threads=args.threads, max_shapes=args.max_shapes, repeats=args.repeats,
-                    progress=progress, blocking_search=args.blocking)
-    t = Table(title=f"{res['isa']} tiles on {res['workload']} ({len(res['problems'])} GEMM shapes, "
-                    f"{res['threads']} thread(s)); FMA peak {res['peak_gflops']:.1f} GFLOP/s; "
-                    f"numpy ({res['numpy_blas']}) {res['numpy_gflops'] or 0:.1f} GFLOP/s "
-                    f"beside the winner")
-    for col in ("rank", "tile", "regs", "valid", "L1 GFLOP/s", "% peak", "workload GFLOP/s",
-                "vs numpy", "median ratio", "spills", "cycles/k pred", "cycles/k meas"):
-        t.add_column(col, justify="right", no_wrap=col == "tile")
-    fmt = lambda v, f="{:.1f}": "-" if v is None else f.format(v)  # noqa: E731
-    for i, r in enumerate(res["rows"], 1):
-        valid = "yes" if r["valid"] else ("[red]FAIL[/red]" if r["cases"] else "[red]ERR[/red]")
-        t.add_row(str(i), r["name"], r["registers"], valid, fmt(r["l1_gflops"]),
-                  fmt(r["pct_peak"], "{:.0f}%"), fmt(r["workload_gflops"]),
-                  fmt(r["ratio_numpy"], "{:.2f}"), fmt(r["median_ratio"], "{:.2f}"),
-                  fmt(r["spills"], "{}"), fmt(r["predicted_cycles_per_k"], "{:.2f}"),
-                  fmt(r["measured_cycles_per_k"], "{:.2f}"))
-    con.print(t)
-    for r in res["rows"]:
-        if r["failures"] or r["error"]:
-            con.print(f"[red]{r['name']}[/red]: failed {r['failures'][:5]} {r['error']}")
-    if "minilm_check" in res:
-        mc = res["minilm_check"]
-        con.print(f"MiniLM-L6 layer through {mc['kernel']} vs float64 numpy: "
-                  f"{'all GEMMs within the bound' if mc['all_ok'] else '[red]OUT OF BOUND[/red]'} "
-                  f"(max err/bound {mc['max_err_ratio']:.3f}), layer output rel. diff "
-                  f"{mc['output_rel_diff']:.1e}")
-    if "blocking_search" in res:
-        bt = Table(title=f"blocking search for {res['winner']}")
-        for col in ("KC", "MC", "NC", "GFLOP/s", "model's choice"):
-            bt.add_column(col, justify="right")
-        for b in res["blocking_search"]:
-            bt.add_row(str(b["kc"]), str(b["mc"]), str(b["nc"]), f"{b['gflops']:.1f}",
-                       "yes" if b["model"] else "")
-        con.print(bt)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=2)
-        con.print(f"wrote {args.json}")
-    if args.plot:
-        plot(res, args.plot)
-        con.print(f"wrote {args.plot}")
-    if res["winner"]:
-        w = next(r for r in res["rows"] if r["name"] == res["winner"])
-        con.print(f"[bold]winner: {w['name']}[/bold]: {w['workload_gflops']:.1f} GFLOP/s on "
-                  f"{res['workload']}, {w['ratio_numpy']:.2f}x numpy, L1 {w['l1_gflops']:.1f} "
-                  f"GFLOP/s = {w['pct_peak']:.0f}% of the measured FMA peak")
-        ranks = {r["name"]: i for i, r in enumerate(res["rows"], 1)}
-        d = next((r for r in res["rows"] if r["name"] == res["default"]), None)
-        if d is not None and d["name"] != w["name"] and not d["ratio_numpy"]:
-            con.print(f"[red]gemm()'s default {d['name']} failed here[/red] (see above)")
-        elif d is not None and d["name"] != w["name"]:
-            con.print(f"gemm()'s default {d['name']}: rank {ranks[d['name']]}, "
-                      f"{d['ratio_numpy']:.2f}x numpy against the winner's {w['ratio_numpy']:.2f}x. "
-                      f"A sweep times each tile once, a few samples per shape; to choose between "
-                      f"two tiles, time them round by round: python bench/kernel_ab.py "
-                      f"--kernels '{w['name']};{d['name']}' --sizes '' --workload {res['workload']}"
-                      + (f" --threads {res['threads']}" if res["threads"] != 1 else "")
-                      + (" (at full size: kernel_ab.py has no --scale)" if res["scale"] != 1 else ""))
-        return 0
-    con.print("[red]no tile passed validation[/red]")
-    return 1
+        label = f"kc={kc},mc={mc},nc={nc}"
+        seen[(kc, mc, nc)] = label
+        entries.append(bench.GemmEntry(label, kernel, base.replace(kc=kc, mc=mc, nc=nc)))
+    r = Rounds(bench.gemm_contenders(entries, problems, threads=threads, peers=(), seed=seed),
+               min_time=min_time, pause=0.3 if threads > 1 else 0.0, seed=seed)
+    for _ in range(rounds):
+        r.round()
+    model = entries[0].label
+    rel = stats.compare(r.matrices([e.label for e in entries]), model)
+    rows = [{"kc": e.blocking.kc, "mc": e.blocking.mc, "nc": e.blocking.nc,
+             "model": e.label == model, "vs_model": rel[e.label].as_dict()} for e in entries]
+    return sorted(rows, key=lambda x: -x["vs_model"]["point"])

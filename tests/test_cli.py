@@ -31,49 +31,239 @@ def test_unrunnable_isa_is_exit_2_with_message(capsys, monkeypatch):
     assert missing[0] in capsys.readouterr().err
 
 
-def test_sweep_small(tmp_path, capsys):
+def _small_workload(monkeypatch):
+    """The sweep's workload cut to three small shapes (and one GEMV shape, not ranked)."""
+    from microkernel import workloads
+    small = [workloads.Problem(48, 40, 64), workloads.Problem(37, 72, 50),
+             workloads.Problem(64, 64, 33), workloads.Problem(90, 1, 64)]
+    monkeypatch.setattr(workloads, "load", lambda name, scale=1: list(small))
+    return small
+
+
+def test_sweep_small(tmp_path, capsys, monkeypatch):
+    _small_workload(monkeypatch)
     isa = mk.probe().best_isa
     lanes = mk.tile.ISAS[isa].lanes
-    out = tmp_path / "s.json"
-    png = tmp_path / "s.png"
-    rc = main(["sweep", "--isa", isa, "--mr", "2,4", "--nr", str(2 * lanes), "--workload", "square",
-               "--repeats", "1", "--json", str(out), "--plot", str(png)])
+    out, png = tmp_path / "s.json", tmp_path / "s.png"
+    rc = main(["sweep", "--isa", isa, "--mr", "2,4", "--nr", str(2 * lanes), "--rounds", "6",
+               "--budget", "20", "--json", str(out), "--plot", str(png)])
     assert rc == 0
     res = json.loads(out.read_text())
-    assert [r["name"] for r in res["rows"]] and res["winner"] in {r["name"] for r in res["rows"]}
-    assert all(r["valid"] and r["cases"] > 0 for r in res["rows"])
+    names = {r["name"] for r in res["rows"]}
+    assert names == {f"{isa}_2x{2 * lanes}", f"{isa}_4x{2 * lanes}"}
+    assert res["leader"] in names and set(res["ties"]) <= names
+    assert all(r["valid"] and r["cases"] > 0 and r["l1"]["pct_peak"] > 0 for r in res["rows"])
+    assert res["ranked_problems"] == ["48x40x64", "37x72x50", "64x64x33"]
+    assert res["gemv_problems"] == ["90x1x64"]
+    # every sample is in the JSON: each tile and numpy, each ranked shape, each round
+    samples = res["samples"]["workload"]
+    assert {(s["shape"], s["contender"]) for s in samples} == {
+        (p, c) for p in res["ranked_problems"] for c in names | {"numpy"}}
+    assert all(len(s["seconds"]) == res["race"]["rounds"] for s in samples)
     assert png.stat().st_size > 1000
-    assert "winner" in capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())
+    assert "ranking over the workload" in text and "per shape" in text
+    assert ("winner: " in text) != ("tie: " in text)
+
+
+def test_sweep_ranks_gemms_default_tile(monkeypatch, tmp_path):
+    """Unrestricted, the sweep races gemm()'s default tile (k-unrolled, not one of the
+    enumerated shapes) beside the candidates; restricted by --mr, it does not."""
+    from microkernel import sweep as sw
+    from microkernel.dispatch import default_tile
+    from microkernel.tile import TileSpec
+    _small_workload(monkeypatch)
+    isa = mk.probe().best_isa
+    small = TileSpec(isa, 2, mk.tile.ISAS[isa].lanes)
+    monkeypatch.setattr(sw, "candidates", lambda *a, **k: [small])
+    out = tmp_path / "s.json"
+    assert main(["sweep", "--isa", isa, "--rounds", "4", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    default = default_tile(isa).name
+    assert res["default"] == default
+    assert {r["name"] for r in res["rows"]} == {small.name, default}
+    assert [r["is_default"] for r in res["rows"] if r["name"] == default] == [True]
+    assert main(["sweep", "--isa", isa, "--mr", "2", "--rounds", "4", "--json", str(out)]) == 0
+    assert [r["name"] for r in json.loads(out.read_text())["rows"]] == [small.name]
+
+
+def _result(ties, leader="avx2_4x24_u8", default="avx2_4x24_u8"):
+    """A sweep result as sweep() returns it (for the rendering tests)."""
+    def iv(p):
+        return {"point": p, "lo": p - 0.005, "hi": min(p + 0.005, 1.0), "level": 0.95, "rounds": 8}
+    speeds = {"avx2_4x24_u8": 1.0, "avx2_6x16": 0.99, "avx2_8x8": 0.80}
+    if leader != "avx2_4x24_u8":
+        speeds = {leader: 1.0, "avx2_4x24_u8": 0.985, "avx2_8x8": 0.80}
+    rows, comps = [], {}
+    for name, sp in speeds.items():
+        status = "leader" if name == leader else ("tied" if name in ties else "behind")
+        rows.append({"name": name, "mr": 4, "nr": 24, "k_unroll": 1, "registers": "16/16",
+                     "compile_s": 1.0, "valid": True, "cases": 80, "failures": [], "error": "",
+                     "spills": 0, "predicted_cycles_per_k": None, "mcpu": None,
+                     "l1": {"gflops": 90, "gflops_lo": 89, "gflops_hi": 91, "pct_peak": 90,
+                            "pct_peak_lo": 89, "pct_peak_hi": 91},
+                     "status": status, "vs_leader": iv(sp), "vs_numpy": iv(1.05 * sp),
+                     "workload_gflops": 80 * sp, "dropped_after": 6 if status == "behind" else None,
+                     "is_default": name == default})
+        comps[name] = {"status": status, **iv(sp)}
+    return {"isa": "avx2", "workload": "deepbench", "scale": 1, "threads": 1,
+            "problems": ["5124x700x2048", "3072x1x1024"], "ranked_problems": ["5124x700x2048"],
+            "gemv_problems": ["3072x1x1024"], "peers": {"numpy": "numpy (openblas)"},
+            "peak": {"gflops": 100.0, "gflops_lo": 99.0, "gflops_hi": 101.0},
+            "peak_gflops": 100.0, "rows": rows,
+            "verdict": {"leader": leader, "ties": [leader] + list(ties),
+                        "behind": [n for n in speeds if n != leader and n not in ties],
+                        "separated": not ties, "margin": 0.03, "level": 0.95, "vs_leader": comps},
+            "leader": leader, "ties": [leader] + list(ties),
+            "winner": None if ties else leader, "default": default,
+            "shapes": [{"shape": "5124x700x2048", "flops": 1, "best": leader,
+                        "tiles": [{"name": n, "gflops": 80 * s, "vs_best": iv(s)}
+                                  for n, s in speeds.items()],
+                        "peers": {"numpy": 75.0}}],
+            "race": {"rounds": 8, "stopped": "equivalent", "seconds": 40.0, "budget": 120.0,
+                     "margin": 0.03, "level": 0.95, "min_rounds": 6, "max_rounds": 40,
+                     "dropped": {"avx2_8x8": 6}, "min_time": 0.02}}
+
+
+def test_sweep_output_names_the_tie_and_a_next_step_that_runs(monkeypatch, capsys):
+    import shlex
+    import sys
+    from microkernel import sweep as sw
+    monkeypatch.setattr(sw, "sweep", lambda *a, **k: _result(["avx2_6x16"]))
+    assert main(["sweep"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "tie: avx2_4x24_u8, avx2_6x16" in out
+    assert "gemm()'s default avx2_4x24_u8: the leader" in out
+    cmd = f"{shlex.quote(sys.executable)} -m microkernel compare --kernels avx2_4x24_u8,avx2_6x16 --workload deepbench"
+    assert cmd in out
+    assert "behind@6" in out and "3072x1x1024" not in out.split("per shape")[1]
+
+
+def test_sweep_output_when_another_tile_leads(monkeypatch, capsys):
+    from microkernel import sweep as sw
+    monkeypatch.setattr(sw, "sweep", lambda *a, **k: _result([], leader="avx2_6x16"))
+    assert main(["sweep"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "winner: avx2_6x16" in out
+    assert "gemm()'s default avx2_4x24_u8: behind, -1.5% [-2.0, -1.0] against the leader" in out
+    res = _result([], leader="avx2_6x16")
+    res["rows"][1].update(valid=False, status="invalid", vs_leader=None)
+    monkeypatch.setattr(sw, "sweep", lambda *a, **k: res)
+    assert main(["sweep"]) == 0
+    assert "gemm()'s default avx2_4x24_u8 failed here" in " ".join(capsys.readouterr().out.split())
+
+
+def test_sweep_plain_progress_lines_when_not_a_terminal(monkeypatch, capsys):
+    from microkernel import sweep as sw
+
+    def fake(*a, progress=None, **k):
+        progress("avx2_4x16: compile")
+        progress("workload race: round 3")
+        return _result([])
+    monkeypatch.setattr(sw, "sweep", fake)
+    assert main(["sweep"]) == 0
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert lines[0].endswith("avx2_4x16: compile") and lines[0].startswith("[")
+    assert " s] workload race: round 3" in lines[1]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--isa", "bogus"], "known ISAs: scalar, avx2, avx512, neon, sve"),
+    (["--json", "/nonexistent-dir/s.json"], "--json /nonexistent-dir/s.json: directory"),
+    (["--plot", "/nonexistent-dir/s.png"], "--plot /nonexistent-dir/s.png: directory"),
+    (["--budget", "0"], "--budget must be > 0"),
+    (["--rounds", "1"], "--rounds must be >= 2"),
+    (["--peers", "numpy,mkl"], "--peers: unknown mkl"),
+])
+def test_sweep_argument_errors_before_any_work(argv, message, capsys, monkeypatch):
+    from microkernel import build
+    from microkernel import sweep as sw
+    monkeypatch.setattr(sw, "sweep", lambda *a, **k: pytest.fail("the sweep started"))
+    before = build.BUILD_COUNT[0]
+    assert main(["sweep", *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert build.BUILD_COUNT[0] == before
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--mr", "0"], "--mr: values must be positive integers, got 0"),
+    (["--nr", "-8"], "--nr: values must be positive integers, got -8"),
+    (["--mr", "x"], "--mr: expected comma-separated positive integers"),
+    (["--threads", "0"], "--threads: must be a positive integer, got 0"),
+    (["--scale", "0"], "--scale: must be a positive integer"),
+    (["--margin", "60%"], "--margin: must be in [0, 0.5)"),
+])
+def test_sweep_bad_values_name_the_argument(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", *argv])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_sweep_plot_without_matplotlib_says_how_to_install(monkeypatch, capsys, tmp_path):
+    import importlib.util
+    from microkernel import sweep as sw
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    monkeypatch.setattr(sw, "sweep", lambda *a, **k: pytest.fail("the sweep started"))
+    assert main(["sweep", "--plot", str(tmp_path / "s.png")]) == 2
+    assert "-m pip install matplotlib" in capsys.readouterr().err
+
+
+def test_sweep_warns_about_more_threads_than_cpus(monkeypatch, capsys):
+    from microkernel import sweep as sw
+    monkeypatch.setattr(sw, "sweep", lambda *a, **k: _result([]))
+    assert main(["sweep", "--threads", "4096"]) == 0
+    assert "warning: --threads 4096 is more than the" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(mk.probe().arch != "x86_64" or mk.probe().supports("avx512"),
+                    reason="needs an x86-64 machine without AVX-512")
+def test_sweep_for_an_isa_this_cpu_cannot_run_is_predicted(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["sweep", "--isa", "avx512", "--mr", "6,8", "--nr", "16,32",
+                 "--json", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "PREDICTED, not measured" in text and "this machine cannot run avx512" in text
+    res = json.loads(out.read_text())
+    assert res["predicted"] and {r["name"] for r in res["rows"]} == {
+        "avx512_6x16", "avx512_8x16", "avx512_6x32", "avx512_8x32"}
+    assert all(r["spills"] is not None for r in res["rows"])
+    assert "l1" not in res["rows"][0] and "vs_numpy" not in res["rows"][0]
 
 
 def test_bench_runs_and_saves(tmp_path):
     out = tmp_path / "b.json"
-    assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "64", "--repeats", "4",
+    assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "64", "--rounds", "4",
                  "--json", str(out)]) == 0
     d = json.loads(out.read_text())
-    assert d["peak_gflops"] > 0 and d["l1"][0]["gflops"] > 0 and d["gemm"][0]["ratio"] > 0
-    # one numpy/ours ratio per pair of alternating samples, for the q1-q3 column
-    assert len(d["gemm"][0]["pair_ratios"]) == 4
+    assert d["peak"]["gflops"] > 0 and d["l1"][0]["gflops"] > 0
+    assert d["l1"][0]["pct_peak_lo"] <= d["l1"][0]["pct_peak"] <= d["l1"][0]["pct_peak_hi"]
+    r = d["gemm"][0]["peers"]["numpy"]["ratio"]
+    assert r["lo"] <= r["point"] <= r["hi"] and r["rounds"] == 4
+    assert all(len(s["seconds"]) == 4 for s in d["samples"]["1"])
 
 
 def test_bench_blocking_override(tmp_path, capsys, monkeypatch):
-    from microkernel import bench
+    import sys
+    gemm_mod = sys.modules["microkernel.gemm"]     # the package's `gemm` is the function
     seen = []
-    real = bench.time_gemm_vs_numpy
+    real = gemm_mod.gemm
 
-    def spy(*args, **kw):  # the real timing, recording the blocking it was given
+    def spy(A, B, C=None, **kw):
         seen.append(kw.get("blocking"))
-        return real(*args, **kw)
-    monkeypatch.setattr(bench, "time_gemm_vs_numpy", spy)
+        return real(A, B, C, **kw)
+    monkeypatch.setattr(gemm_mod, "gemm", spy)
     out = tmp_path / "b.json"
     # the first --kernel is the one gemm() runs; the L1 table has them all
     assert main(["bench", "--kernel", "scalar_4x4", "--kernel", mk.kernels()[0], "--sizes", "40",
-                 "--repeats", "2", "--blocking", "kc=16,nc=12", "--json", str(out)]) == 0
+                 "--rounds", "2", "--blocking", "kc=16,nc=12", "--json", str(out)]) == 0
     d = json.loads(out.read_text())
     assert len(d["l1"]) == 2 and d["gemm"][0]["kernel"] == "scalar_4x4"
     model = blocking_for(mk.get_kernel("scalar_4x4"))
     assert d["gemm_blocking"] == {"kc": 16, "mc": model.mc, "nc": 12, "overridden": ["kc", "nc"]}
-    assert [(b.kc, b.mc, b.nc) for b in seen] == [(16, model.mc, 12)]
+    assert {(b.kc, b.mc, b.nc) for b in seen} == {(16, model.mc, 12)}
     assert "KC=16" in capsys.readouterr().out
     assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "8", "--blocking", "mc=0"]) == 2
     assert "mc must be a positive integer" in capsys.readouterr().err
@@ -82,100 +272,33 @@ def test_bench_blocking_override(tmp_path, capsys, monkeypatch):
             main(["bench", "--blocking", bad])
 
 
-def test_bad_usage_exits_nonzero():
-    with pytest.raises(SystemExit):
-        main(["sweep", "--mr", "x"])
+def test_bench_bad_values_name_the_argument(capsys, tmp_path):
+    for argv, message in ((["--rounds", "0"], "--rounds: must be a positive integer"),
+                          (["--sizes", "0"], "--sizes: values must be positive integers"),
+                          (["--kc", "0"], "--kc: must be a positive integer")):
+        with pytest.raises(SystemExit):
+            main(["bench", *argv])
+        assert message in capsys.readouterr().err
+    assert main(["bench", "--json", str(tmp_path / "no" / "b.json")]) == 2
+    assert "directory" in capsys.readouterr().err
 
 
-def test_sweep_ranks_gemms_default_tile(monkeypatch, tmp_path):
-    """Unrestricted, the sweep times gemm()'s default tile (k-unrolled, not one of the
-    enumerated shapes) beside the candidates; restricted by --mr, it does not."""
-    from microkernel import sweep as sw
-    from microkernel.dispatch import default_tile
-    from microkernel.tile import TileSpec
-    isa = mk.probe().best_isa
-    lanes = mk.tile.ISAS[isa].lanes
-    from microkernel import bench
-    # one small candidate keeps the test short; the default joins it
-    monkeypatch.setattr(sw, "candidates", lambda *a, **k: [TileSpec(isa, 2, lanes)])
-    timed, real = [], bench.time_gemm_vs_numpy
-
-    def spy(kernel, problems, **kw):   # numpy must be timed beside every tile
-        t = real(kernel, problems, **kw)
-        timed.append((kernel.name, [len(x.pair_ratios) for x in t]))
-        return t
-    monkeypatch.setattr(bench, "time_gemm_vs_numpy", spy)
-    out = tmp_path / "s.json"
-    assert main(["sweep", "--isa", isa, "--workload", "square", "--repeats", "2",
-                 "--json", str(out)]) == 0
-    assert sorted(name for name, _ in timed) == sorted([TileSpec(isa, 2, lanes).name, default_tile(isa).name])
-    assert all(n == 2 for _, pairs in timed for n in pairs)
-    res = json.loads(out.read_text())
-    default = default_tile(isa).name
-    assert res["default"] == default
-    small = TileSpec(isa, 2, lanes).name
-    assert {r["name"] for r in res["rows"]} == {small, default}
-    assert all(r["valid"] and r["workload_gflops"] for r in res["rows"])
-    assert main(["sweep", "--isa", isa, "--mr", "2", "--workload", "square", "--repeats", "1",
-                 "--json", str(out)]) == 0
-    assert [r["name"] for r in json.loads(out.read_text())["rows"]] == [small]
+def test_gemm_contenders_bind_their_own_operands():
+    """Each shape's contenders compute that shape's product (a closure over the loop's
+    last operands would time the last shape for every shape)."""
+    from microkernel import bench, workloads
+    k = mk.get_kernel("scalar_4x4")
+    problems = [workloads.Problem(10, 12, 7), workloads.Problem(21, 5, 9)]
+    cs = bench.gemm_contenders([k], problems)
+    for c in cs:
+        p = next(p for p in problems if p.label == c.shape)
+        C = c.fn()
+        assert C.shape == (p.m, p.n)
 
 
-def test_sweep_ranks_by_the_ratio_to_numpy_beside_each_tile(monkeypatch, tmp_path):
-    """A tile timed in a slow spell (both sides 1.5x slower) at 1.2x numpy outranks one
-    with more GFLOP/s at 1.0x numpy: the ratio, not the absolute speed, decides."""
-    from microkernel import bench
-    from microkernel import sweep as sw
-    from microkernel.dispatch import default_tile
-    from microkernel.tile import TileSpec
-    isa = mk.probe().best_isa
-    lanes = mk.tile.ISAS[isa].lanes or 1   # SVE: NR in vectors
-    small = TileSpec(isa, 2, lanes)
-    monkeypatch.setattr(sw, "candidates", lambda *a, **k: [small])
-
-    def fake(kernel, problems, threads=1, **kw):   # small: 1.0 s vs numpy 1.2 s
-        slow = 1.5 if kernel.name == small.name else 1.0
-        ours, theirs = (1.0, 1.2) if kernel.name == small.name else (1.0, 1.0)
-        return [bench.GemmTiming(p.label, p.flops, ours * slow, theirs * slow, threads, (theirs / ours,))
-                for p in problems]
-    monkeypatch.setattr(bench, "time_gemm_vs_numpy", fake)
-    out = tmp_path / "s.json"
-    assert main(["sweep", "--isa", isa, "--workload", "square", "--json", str(out)]) == 0
-    res = json.loads(out.read_text())
-    assert [r["name"] for r in res["rows"]] == [small.name, default_tile(isa).name]
-    assert res["winner"] == small.name
-    assert res["rows"][0]["workload_gflops"] < res["rows"][1]["workload_gflops"]
-
-
-def test_sweep_says_where_the_default_ranked(monkeypatch, capsys):
-    """When another tile wins, the output gives the default's rank and ratio to numpy
-    beside the winner's and the kernel_ab.py command that compares the two round by round."""
-    from microkernel import sweep as sw
-
-    def row(name, gflops):
-        return {"name": name, "mr": 4, "nr": 16, "registers": "14/16", "compile_s": 1.0,
-                "valid": True, "cases": 10, "failures": [], "l1_gflops": 90.0, "pct_peak": 90.0,
-                "workload_gflops": gflops, "numpy_gflops": 80.0, "ratio_numpy": gflops / 80,
-                "median_ratio": 1.0, "spills": 0, "predicted_cycles_per_k": None,
-                "measured_cycles_per_k": None, "error": ""}
-    res = {"isa": "avx2", "workload": "deepbench", "scale": 1, "threads": 2, "problems": ["p"],
-           "peak_gflops": 100.0, "numpy_blas": "openblas", "numpy_gflops": 80.0,
-           "rows": [row("avx2_4x16", 88.0), row("avx2_4x24_u8", 84.0)],
-           "winner": "avx2_4x16", "default": "avx2_4x24_u8"}
-    monkeypatch.setattr(sw, "sweep", lambda *a, **k: res)
-    assert main(["sweep"]) == 0
-    out = " ".join(capsys.readouterr().out.split())   # undo rich's line wrapping
-    assert "gemm()'s default avx2_4x24_u8: rank 2, 1.05x numpy against the winner's 1.10x" in out
-    assert ("python bench/kernel_ab.py --kernels 'avx2_4x16;avx2_4x24_u8' --sizes '' "
-            "--workload deepbench --threads 2") in out and "--scale" not in out
-    res["scale"] = 4        # kernel_ab.py would time the full-size shapes: said so
-    assert main(["sweep"]) == 0
-    assert "kernel_ab.py has no --scale" in " ".join(capsys.readouterr().out.split())
-    res["rows"][1].update(valid=False, workload_gflops=None, ratio_numpy=None)
-    assert main(["sweep"]) == 0   # the default failed validation: no rank, no command
-    out = " ".join(capsys.readouterr().out.split())
-    assert "gemm()'s default avx2_4x24_u8 failed here" in out and "kernel_ab.py" not in out
-    res["rows"] = [row("avx2_4x24_u8", 88.0), row("avx2_4x16", 84.0)]
-    res["winner"] = "avx2_4x24_u8"   # the default won: nothing more to say
-    assert main(["sweep"]) == 0
-    assert "gemm()'s default" not in capsys.readouterr().out
+def test_python_dash_m_runs_the_cli():
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "-m", "microkernel", "--help"], capture_output=True,
+                         text=True)
+    assert res.returncode == 0 and "compare" in res.stdout

@@ -1,10 +1,9 @@
 """A tile's micro-kernel replaced by a C file of the user's (``get_kernel(name,
-source=)``, ``microkernel validate --source``, ``bench/kernel_ab.py`` NAME@FILE): built
+source=)``, ``microkernel validate --source``, ``microkernel compare`` NAME@FILE): built
 around the same driver, its own module, checked by the edge catalogue like a built-in,
 and a clear error when the file lacks the tile's symbols. Uses scalar_4x4, which runs on
 every machine."""
 import pathlib
-import runpy
 import sys
 
 import numpy as np
@@ -93,20 +92,18 @@ def test_validate_cli_takes_a_source(tmp_path, capsys):
     assert "No such file" in capsys.readouterr().err
 
 
-def test_kernel_ab_refuses_to_time_a_broken_variant(tmp_path, monkeypatch):
+def test_compare_refuses_to_time_a_broken_variant(tmp_path, monkeypatch, capsys):
+    from microkernel.cli import main
     broken = _variant(tmp_path, GENERATED.replace(LAST_STORE, ""))
     timed = []
-    monkeypatch.setattr(mk, "gemm", lambda *a, **kw: timed.append(1))
-    monkeypatch.setattr(sys, "argv", ["kernel_ab.py", "--kernels", f"scalar_4x4;scalar_4x4@{broken}",
-                                      "--sizes", "16", "--rounds", "1"])
-    with pytest.raises(SystemExit, match="edge-catalogue case"):
-        runpy.run_path(str(ROOT / "bench" / "kernel_ab.py"))["main"]()
+    monkeypatch.setattr("microkernel.timing.Rounds.round", lambda *a, **k: timed.append(1))
+    assert main(["compare", "--kernels", f"scalar_4x4;scalar_4x4@{broken}", "--sizes", "16",
+                 "--rounds", "2"]) == 1
+    assert "edge-catalogue case" in " ".join(capsys.readouterr().out.split())
     assert not timed
 
 
-def test_kernel_ab_names_a_missing_source_as_a_usage_error(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["kernel_ab.py", "--kernels",
-                                      f"scalar_4x4@{tmp_path / 'no.c'}", "--sizes", "16"])
-    with pytest.raises(SystemExit) as exc:
-        runpy.run_path(str(ROOT / "bench" / "kernel_ab.py"))["main"]()
-    assert exc.value.code == 2 and "No such file" in capsys.readouterr().err
+def test_compare_names_a_missing_source_as_a_usage_error(tmp_path, capsys):
+    from microkernel.cli import main
+    assert main(["compare", "--kernels", f"scalar_4x4@{tmp_path / 'no.c'}", "--sizes", "16"]) == 2
+    assert "No such file" in capsys.readouterr().err

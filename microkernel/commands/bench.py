@@ -1,0 +1,139 @@
+"""``microkernel bench``: the FMA peak, the micro-kernels in L1, gemm() against the peers.
+
+All through the timing engine (:mod:`microkernel.timing`): the peak loop and every
+kernel's micro-kernel in L1 in the same interleaved rounds (so "% of peak" is a
+per-round ratio with an interval), then per thread count ``gemm()`` with the first
+kernel and the peer libraries (numpy, and torch / blis where installed) on each shape
+in the same rounds. Every figure is a median over rounds with its 95% interval.
+"""
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+
+from .. import stats
+from .common import (UsageError, check_threads, console, nonneg_float, output_path,
+                     positive_int, positive_ints, write_json)
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p) -> None:
+    from ..cli import _blocking_arg
+    p.add_argument("--kernel", action="append", help="tile name (repeatable); default: all "
+                   "runnable built-ins; the first is the one gemm() is timed with")
+    p.add_argument("--kc", type=positive_int, default=256, help="K for the L1 timing (default 256)")
+    p.add_argument("--sizes", type=positive_ints, default=[256, 512, 1024], help="square sizes")
+    p.add_argument("--workload", default="square", choices=["square", "deepbench", "minilm"])
+    p.add_argument("--threads", type=positive_ints, default=[1], help="e.g. 1,2")
+    p.add_argument("--rounds", type=positive_int, default=7,
+                   help="interleaved rounds (default 7; the intervals come from them)")
+    p.add_argument("--min-time", type=nonneg_float, default=0.02,
+                   help="seconds each sample lasts at least (default 0.02)")
+    p.add_argument("--peers", help="reference libraries (default: every one installed)")
+    p.add_argument("--blocking", type=_blocking_arg, metavar="kc=N,mc=N,nc=N",
+                   help="override the model's gemm() blocking (any of KC, MC, NC; elements)")
+    p.add_argument("--json", metavar="PATH", help="save results (every sample) as JSON")
+
+
+def _iv(g: dict, key: str = "gflops", scale: float = 1.0, fmt: str = "{:.1f}") -> str:
+    return (f"{fmt.format(scale * g[key])} [{fmt.format(scale * g[key + '_lo'])}-"
+            f"{fmt.format(scale * g[key + '_hi'])}]")
+
+
+def run(args) -> int:
+    from .. import bench, peers as peers_mod
+    from ..dispatch import get_kernel, kernels
+    from ..gemm import blocking_for
+    from ..timing import Rounds
+    from ..workloads import load, square
+    json_path = output_path("--json", args.json)
+    if args.rounds < 2:
+        raise UsageError("--rounds must be >= 2 (the intervals come from the rounds)")
+    if args.min_time <= 0:
+        raise UsageError("--min-time must be > 0 seconds")
+    check_threads(args.threads)
+    peer_names = (peers_mod.available() if args.peers is None else
+                  [x.strip() for x in args.peers.split(",") if x.strip()])
+    for n in peer_names:
+        if n not in peers_mod.PEERS or n not in peers_mod.available([n]):
+            raise UsageError(f"--peers: {n!r} is unknown or not installed here")
+    names = args.kernel or kernels()
+    ks = [get_kernel(n) for n in names]
+    kern = ks[0]
+    blk = blocking_for(kern)
+    if args.blocking:
+        blk = blk.replace(**args.blocking)  # ValueError (exit 2) for values < 1
+    problems = square(args.sizes) if args.workload == "square" else load(args.workload)
+    con = console()
+    best = get_kernel()   # the peak of this core: FMA chains of the best usable ISA
+    l1 = Rounds(bench.l1_contenders(ks, best, kc=args.kc), min_time=args.min_time)
+    for _ in range(args.rounds):
+        l1.round()
+    fig = bench.l1_figures(l1, [k.label for k in ks])
+    peak = fig[bench.PEAK]
+    result = {"peak": {x: y for x, y in peak.items()}, "peak_gflops": peak["gflops"],
+              "peak_isa": best.spec.isa, "peers": {n: peers_mod.describe(n) for n in peer_names},
+              "rounds": args.rounds, "l1": [], "gemm": [],
+              "gemm_blocking": {"kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
+                                "overridden": sorted(args.blocking or ())}}
+    t = Table(title=f"micro-kernel in L1 (K={args.kc}) and the {best.spec.isa} FMA peak "
+                    f"{_iv(peak)} GFLOP/s, {args.rounds} interleaved rounds, medians "
+                    f"[95% intervals]", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("kernel", "GFLOP/s", "% of peak"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for k in ks:
+        g = fig[k.label]
+        t.add_row(k.label, _iv(g), _iv(g, "pct_peak", fmt="{:.0f}"))
+        result["l1"].append({"kernel": k.label, **g})
+    con.print(t)
+    entry = bench.GemmEntry(kern.label, kern, blk)
+    for threads in args.threads:
+        with peers_mod.limit_threads(threads, peer_names):
+            r = Rounds(bench.gemm_contenders([entry], problems, threads=threads,
+                                             peers=peer_names),
+                       min_time=args.min_time, pause=0.3 if threads > 1 else 0.0)
+            for _ in range(args.rounds):
+                r.round()
+        t = Table(title=f"gemm() {kern.label} (KC={blk.kc} MC={blk.mc} NC={blk.nc}), "
+                        f"{threads} thread(s), {args.rounds} interleaved rounds; ratio: "
+                        f"the peer's time / ours (> 1: ours is faster) [95%]",
+                  box=box.SIMPLE_HEAD, title_justify="left")
+        cols = ["shape", "ours GF/s", "% of peak x threads"]
+        for n in peer_names:
+            cols += [f"{n} GF/s", f"vs {n}"]
+        for col in cols:
+            t.add_column(col, justify="right", no_wrap=True)
+        ratios = {n: [] for n in peer_names}
+        for i, p in enumerate(problems):
+            ours_t = r.matrix(kern.label)[i:i + 1]
+            g = r.gflops(p.label, kern.label)
+            row = [p.label, f"{g:.1f}", f"{100 * g / (peak['gflops'] * threads):.0f}%"]
+            rec = {"kernel": kern.label, "shape": p.label, "threads": threads,
+                   "ours_gflops": g, "peers": {}}
+            for n in peer_names:
+                iv = stats.bootstrap(stats.paired_ratios(r.matrix(n)[i:i + 1], ours_t))
+                ratios[n].append(iv.point)
+                row += [f"{r.gflops(p.label, n):.1f}", str(iv)]
+                rec["peers"][n] = {"gflops": r.gflops(p.label, n), "ratio": iv.as_dict()}
+            t.add_row(*row)
+            result["gemm"].append(rec)
+        con.print(t)
+        for n in peer_names:
+            w = stats.bootstrap(stats.paired_ratios(r.matrix(n), r.matrix(kern.label)))
+            con.print(f"ours against {n} over these shapes ({threads} thread(s)), geometric "
+                      f"mean of per-shape ratios: {w}")
+            result.setdefault("workload", {}).setdefault(str(threads), {})[n] = w.as_dict()
+        result.setdefault("samples", {})[str(threads)] = r.samples()
+        # extra memory of a call: the calling thread's packing workspace, reused
+        ws = int(kern.lib.mk_workspace_bytes())
+        bound = threads * 4 * (blk.mc * blk.kc + blk.kc * (blk.nc + kern.nr) + kern.mr * kern.nr + 48)
+        con.print(f"packing workspace held after these calls: {ws / 2**20:.2f} MiB "
+                  f"(bound {threads} x (MC*KC + KC*(NC+NR) + MR*NR + 48) floats = "
+                  f"{bound / 2**20:.2f} MiB)")
+        result.setdefault("workspace_bytes", {})[str(threads)] = ws
+    result["l1_samples"] = l1.samples()
+    if json_path is not None:
+        write_json(json_path, result)
+        con.print(f"wrote {json_path}")
+    return 0

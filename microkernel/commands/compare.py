@@ -1,0 +1,216 @@
+"""``microkernel compare``: tiles (and peers) against each other, round by round.
+
+    microkernel compare --kernels avx2_4x24_u8,avx2_6x16 --workload deepbench --rounds 15
+    microkernel compare --kernels "avx2_4x24_u8;avx2_4x24_u8:kc=192,mc=96" --sizes 1024,2048
+    microkernel compare --kernels "avx2_4x24_u8;avx2_4x24_u8@my_4x24.c" --sizes 1024
+
+Each contender is ``NAME[@SOURCE.c][:kc=N,mc=N,nc=N]``: a tile, optionally with a
+micro-kernel source of its own (which must first pass the whole edge catalogue) and a
+blocking override. Contenders are separated by ',' (or ';' when any has a blocking).
+Every contender's result is checked once per shape against the float64 reference;
+then all of them and the peers (numpy, and torch / blis where installed) are timed in
+the same interleaved rounds (:mod:`microkernel.timing`). Printed: per shape GFLOP/s
+and the speed against the first contender and against numpy with 95% intervals; over
+the workload, the geometric mean of the per-shape ratios with its interval, and the
+verdict (leader, ties) at ``--margin``. ``--json`` keeps every sample.
+"""
+from __future__ import annotations
+
+import argparse
+
+from rich import box
+from rich.table import Table
+
+from .. import stats
+from .common import (Progress, UsageError, check_threads, console, fraction, nonneg_float, output_path,
+                     positive_int, write_json)
+
+__all__ = ["add_arguments", "run", "parse_contenders"]
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--kernels", required=True,
+                   help="contenders NAME[@SOURCE.c][:kc=N,mc=N,nc=N], ',' or ';' separated")
+    p.add_argument("--sizes", default=None,
+                   help="square sizes n, comma-separated (default 512,1024,2048 without "
+                   "--workload, none with it)")
+    p.add_argument("--workload", choices=["deepbench", "square", "minilm"])
+    p.add_argument("--scale", type=positive_int, default=1,
+                   help="divide DeepBench dimensions > 256 by this factor")
+    p.add_argument("--gemv", action="store_true",
+                   help="also time the n = 1 shapes (the driver's GEMV path, not the tile)")
+    p.add_argument("--rounds", type=positive_int, default=15)
+    p.add_argument("--threads", type=positive_int, default=1)
+    p.add_argument("--min-time", type=nonneg_float, default=0.02,
+                   help="seconds each sample lasts at least")
+    p.add_argument("--margin", type=fraction, default=0.03,
+                   help="speed difference below which contenders tie (default 3%%)")
+    p.add_argument("--peers", help="reference libraries (default: every one installed)")
+    p.add_argument("--json", metavar="PATH", help="write every sample here")
+
+
+def parse_contenders(text: str):
+    """[GemmEntry] from --kernels; UsageError naming the bad item."""
+    from .. import TileError, get_kernel
+    from ..bench import GemmEntry
+    from ..build import BuildError
+    from ..cli import _blocking_arg
+    from ..dispatch import IsaUnavailableError
+    from ..gemm import blocking_for
+    sep = ";" if ";" in text or ":" in text else ","
+    out = []
+    for item in (s.strip() for s in text.split(sep)):
+        if not item:
+            continue
+        name, _, blk = item.partition(":")
+        name, _, source = name.partition("@")
+        try:
+            kern = get_kernel(name, source=source or None)
+            override = _blocking_arg(blk) if blk else {}
+            blocking = blocking_for(kern).replace(**override)
+        except (argparse.ArgumentTypeError, ValueError, OSError, BuildError, TileError,
+                IsaUnavailableError) as exc:
+            hint = " (separate contenders with ';' when one has a blocking)" if "," in item else ""
+            raise UsageError(f"--kernels {item!r}: {exc}{hint}") from None
+        if item in [e.label for e in out]:
+            raise UsageError(f"--kernels: {item!r} given twice")
+        out.append(GemmEntry(item, kern, blocking))
+    if not out:
+        raise UsageError("--kernels: no contender given")
+    return out
+
+
+def _problems(args):
+    from .. import workloads
+    from ..bench import tiled
+    sizes = args.sizes if args.sizes is not None else ("" if args.workload else "512,1024,2048")
+    try:
+        ns = [int(x) for x in sizes.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--sizes {sizes!r}: expected comma-separated positive integers") from None
+    if any(n < 1 for n in ns):
+        raise UsageError(f"--sizes {sizes!r}: sizes must be positive")
+    problems = workloads.square(ns)
+    if args.workload:
+        problems += workloads.load(args.workload, args.scale)
+    if not args.gemv:
+        problems = tiled(problems)
+    if not problems:
+        raise UsageError("no shapes to time: give --sizes or --workload "
+                         "(n = 1 shapes need --gemv)")
+    return problems
+
+
+def run(args) -> int:
+    from .. import peers as peers_mod, validate
+    from ..bench import WrongResult, gemm_contenders
+    from ..timing import Rounds
+    json_path = output_path("--json", args.json)
+    if args.min_time <= 0:
+        raise UsageError("--min-time must be > 0 seconds")
+    if args.rounds < 2:
+        raise UsageError("--rounds must be >= 2 (the intervals come from the rounds)")
+    check_threads(args.threads)
+    problems = _problems(args)
+    peer_names = (peers_mod.available() if args.peers is None else
+                  [x.strip() for x in args.peers.split(",") if x.strip()])
+    for n in peer_names:
+        if n not in peers_mod.PEERS or n not in peers_mod.available([n]):
+            raise UsageError(f"--peers: {n!r} is unknown or not installed here")
+    entries = parse_contenders(args.kernels)
+    con = console()
+    for e in entries:
+        if e.kernel.source is not None:      # a hand-made micro-kernel: correct before fast
+            bad = [r for r in validate.run_catalogue(e.kernel) if not r.ok]
+            if bad:
+                con.print(f"[red]{e.label}[/red]: {len(bad)} edge-catalogue case(s) failed, "
+                          f"first {bad[0].case.label}: {bad[0].detail}")
+                return 1
+            con.print(f"{e.label}: edge catalogue passed")
+    with peers_mod.limit_threads(args.threads, peer_names), Progress() as progress:
+        progress(f"checking {len(entries)} contender(s) and {len(peer_names)} peer(s) on "
+                 f"{len(problems)} shape(s) against float64")
+        try:
+            contenders = gemm_contenders(entries, problems, threads=args.threads,
+                                         peers=peer_names)
+        except WrongResult as exc:
+            progress.close()
+            con.print(f"[red]not timed[/red]: {exc}")
+            return 1
+        r = Rounds(contenders, min_time=args.min_time, pause=0.3 if args.threads > 1 else 0.0,
+                   progress=lambda text: progress(f"{text} of {args.rounds}"))
+        for _ in range(args.rounds):
+            r.round()
+    labels = [e.label for e in entries]
+    res = _figures(r, problems, labels, peer_names, args)
+    _print(con, res, labels, peer_names)
+    if json_path is not None:
+        write_json(json_path, res)
+        con.print(f"wrote {json_path}")
+    return 0
+
+
+def _figures(r, problems, labels, peer_names, args) -> dict:
+    from .. import peers as peers_mod
+    first = labels[0]
+    times = r.matrices(labels + peer_names)
+    shapes = []
+    for i, p in enumerate(problems):
+        row = {"shape": p.label, "m": p.m, "n": p.n, "k": p.k, "flops": p.flops,
+               "contenders": {}}
+        for name in labels + peer_names:
+            t = times[name][i:i + 1]
+            row["contenders"][name] = {
+                "gflops": r.gflops(p.label, name),
+                "vs_first": stats.bootstrap(stats.paired_ratios(times[first][i:i + 1], t)).as_dict(),
+                "vs_numpy": (stats.bootstrap(stats.paired_ratios(times["numpy"][i:i + 1], t)).as_dict()
+                             if "numpy" in peer_names else None),
+                "faster_than_first": int((times[first][i] > times[name][i]).sum())}
+        shapes.append(row)
+    over = {}
+    for name in labels + peer_names:
+        over[name] = {
+            "vs_first": stats.bootstrap(stats.paired_ratios(times[first], times[name])).as_dict(),
+            "vs_numpy": (stats.bootstrap(stats.paired_ratios(times["numpy"], times[name])).as_dict()
+                         if "numpy" in peer_names else None)}
+    v = stats.verdict({n: times[n] for n in labels}, margin=args.margin)
+    return {"rounds": r.rounds, "threads": args.threads, "min_time": args.min_time,
+            "peers": {n: peers_mod.describe(n) for n in peer_names},
+            "shapes": shapes, "workload": over, "verdict": v.as_dict(),
+            "summary": v.summary(), "samples": r.samples()}
+
+
+def _pct(d) -> str:
+    f = lambda x: f"{100 * (x - 1):+.1f}"  # noqa: E731
+    return f"{f(d['point'])}% [{f(d['lo'])}, {f(d['hi'])}]"
+
+
+def _print(con, res, labels, peer_names) -> None:
+    first = labels[0]
+    con.print(f"{len(labels)} contender(s), {len(res['shapes'])} shape(s), {res['rounds']} "
+              f"interleaved rounds, {res['threads']} thread(s); peers: "
+              f"{'; '.join(res['peers'].values()) or 'none'}; intervals 95% (bootstrap "
+              f"over rounds); 'vs' = their time / this one's (> 0%: this one is faster)")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
+              title="per shape: GFLOP/s and speed paired by round")
+    for col, j in (("shape", "left"), ("contender", "left"), ("GF/s", "right"),
+                   (f"vs {first}", "right"), ("vs numpy", "right"), ("rounds faster", "right")):
+        t.add_column(col, justify=j, no_wrap=True)
+    for s in res["shapes"]:
+        for i, name in enumerate(labels + peer_names):
+            c = s["contenders"][name]
+            t.add_row(s["shape"] if i == 0 else "", name, f"{c['gflops']:.1f}",
+                      "-" if name == first else _pct(c["vs_first"]),
+                      "-" if name == "numpy" or not c["vs_numpy"] else _pct(c["vs_numpy"]),
+                      "-" if name == first else f"{c['faster_than_first']}/{res['rounds']}")
+    con.print(t)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
+              title="over all shapes (geometric mean of per-shape ratios)")
+    for col, j in (("contender", "left"), (f"vs {first}", "right"), ("vs numpy", "right")):
+        t.add_column(col, justify=j, no_wrap=True)
+    for name in labels + peer_names:
+        w = res["workload"][name]
+        t.add_row(name, "-" if name == first else _pct(w["vs_first"]),
+                  "-" if name == "numpy" or not w["vs_numpy"] else _pct(w["vs_numpy"]))
+    con.print(t)
+    con.print(f"[bold]{res['summary']}[/bold]")

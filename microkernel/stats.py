@@ -1,0 +1,225 @@
+"""Statistics of interleaved timings: paired ratios, bootstrap intervals, the verdict.
+
+Every comparison here is *paired by round*: contenders are timed in the same rounds
+(:mod:`microkernel.timing`), so a slow spell of a shared machine hits the contenders of
+one round together, and the ratio of two contenders' times taken in the same round
+cancels most of it. For a workload of several shapes:
+
+* per shape, the median over rounds of the per-round ratio ``t_ref / t_x`` (> 1: x is
+  faster than the reference);
+* over the workload, the geometric mean of the per-shape medians (each shape counts
+  once, whatever its size);
+* its interval: a percentile bootstrap over rounds (Efron and Tibshirani, "An
+  Introduction to the Bootstrap", 1993, ch. 13), resampling whole rounds, the same
+  resample for every shape, so that the pairing and the correlation between shapes of
+  one round are kept.
+
+The verdict of a race (:func:`verdict`) names a leader and sorts every other
+contender against it: *behind* when the whole interval of its speed relative to the
+leader lies below ``1 - margin`` (it is slower by more than the margin, with the
+stated confidence), else *tied* with the leader. The leader is *separated* when every
+other contender is behind. The margin is the smallest difference the verdict claims to
+see: differences inside it are not reproducible from run to run on a shared machine
+(the run-to-run spread of the same tile is larger than a single run's interval).
+
+Inputs are arrays of seconds per call shaped ``(shapes, rounds)``, NaN where a
+contender was not timed in a round (after it was dropped from a race).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+__all__ = ["Interval", "Comparison", "Verdict", "paired_ratios", "workload_ratio",
+           "bootstrap", "compare", "verdict", "speed_scores", "DEFAULT_LEVEL",
+           "DEFAULT_MARGIN", "DEFAULT_BOOT"]
+
+#: confidence level of every interval
+DEFAULT_LEVEL = 0.95
+#: relative speed difference below which two contenders are called a tie
+DEFAULT_MARGIN = 0.02
+#: bootstrap resamples
+DEFAULT_BOOT = 2000
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A point estimate and its two-sided interval at ``level`` (ratios: > 1 faster)."""
+    point: float
+    lo: float
+    hi: float
+    level: float = DEFAULT_LEVEL
+    rounds: int = 0
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def pct(self) -> str:
+        """``+1.2% [-0.3, +2.5]``: the speed difference in percent with its interval."""
+        f = lambda x: f"{100 * (x - 1):+.1f}"  # noqa: E731
+        return f"{f(self.point)}% [{f(self.lo)}, {f(self.hi)}]"
+
+    def __str__(self) -> str:
+        return f"{self.point:.3f} [{self.lo:.3f}, {self.hi:.3f}]"
+
+
+def paired_ratios(ref: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Per shape and round, ``ref / other`` (times; > 1: ``other`` is faster); NaN
+    where either was not timed. Shapes (S, R) in, (S, R) out."""
+    ref = np.asarray(ref, dtype=float)
+    other = np.asarray(other, dtype=float)
+    if ref.shape != other.shape:
+        raise ValueError(f"timings of different shapes: {ref.shape} and {other.shape}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ref / other
+
+
+def _common_rounds(ratios: np.ndarray) -> np.ndarray:
+    """Rounds (columns) where every shape has a ratio."""
+    return np.flatnonzero(np.all(np.isfinite(ratios), axis=0))
+
+
+def workload_ratio(ratios: np.ndarray) -> float:
+    """Geometric mean over shapes of the median over rounds of ``ratios`` (S, R)."""
+    med = np.nanmedian(ratios, axis=1)
+    return float(np.exp(np.mean(np.log(med))))
+
+
+def bootstrap(ratios: np.ndarray, *, level: float = DEFAULT_LEVEL,
+              n_boot: int = DEFAULT_BOOT, seed: int = 0) -> Interval:
+    """:func:`workload_ratio` of ``ratios`` (S, R) with a percentile-bootstrap
+    interval over rounds. Only rounds where every shape has a ratio are used; with one
+    round the interval is the point.
+
+    Raises ValueError when no round has a ratio for every shape.
+    """
+    ratios = np.asarray(ratios, dtype=float)
+    if ratios.ndim == 1:
+        ratios = ratios[None, :]
+    cols = _common_rounds(ratios)
+    if cols.size == 0:
+        raise ValueError("no round in which every shape was timed")
+    r = ratios[:, cols]
+    point = workload_ratio(r)
+    n = r.shape[1]
+    if n < 2:
+        return Interval(point, point, point, level, n)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    # (boot, S, n) -> median over rounds -> geometric mean over shapes
+    logmed = np.log(np.median(r[:, idx].transpose(1, 0, 2), axis=2))
+    boots = np.exp(logmed.mean(axis=1))
+    a = (1 - level) / 2
+    lo, hi = np.quantile(boots, [a, 1 - a])
+    return Interval(point, float(min(lo, point)), float(max(hi, point)), level, n)
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """One contender against the leader: its speed relative to the leader
+    (leader's time / its time; < 1: slower) and what the verdict makes of it."""
+    name: str
+    vs_leader: Interval
+    status: str          # "leader", "tied", "behind"
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """The outcome of a race. ``ties`` lists the leader first, then every contender
+    not shown to be behind it by more than ``margin``; ``separated`` is True when the
+    leader is alone."""
+    leader: str
+    ties: tuple[str, ...]
+    behind: tuple[str, ...]
+    comparisons: dict
+    margin: float
+    level: float
+
+    @property
+    def separated(self) -> bool:
+        return len(self.ties) == 1
+
+    def as_dict(self) -> dict:
+        return {"leader": self.leader, "ties": list(self.ties), "behind": list(self.behind),
+                "separated": self.separated, "margin": self.margin, "level": self.level,
+                "vs_leader": {n: {"status": c.status, **c.vs_leader.as_dict()}
+                              for n, c in self.comparisons.items()}}
+
+    def summary(self) -> str:
+        """One line: the winner, or the tie and its members."""
+        if self.separated:
+            return (f"winner: {self.leader} (every other tile slower by more than "
+                    f"{100 * self.margin:.0f}% at {100 * self.level:.0f}% confidence)")
+        rest = ", ".join(f"{n} {self.comparisons[n].vs_leader.pct()}" for n in self.ties[1:])
+        return (f"tie: {', '.join(self.ties)} (not separated by more than "
+                f"{100 * self.margin:.0f}% at {100 * self.level:.0f}% confidence; "
+                f"against {self.leader}: {rest})")
+
+
+def speed_scores(times: dict[str, np.ndarray]) -> dict[str, float]:
+    """Per contender, the geometric mean over shapes of (best median time on the shape
+    / its median time): 1.0 for a contender fastest on every shape. Medians over the
+    rounds each contender was timed in."""
+    names = list(times)
+    med = np.array([np.nanmedian(np.asarray(times[n], dtype=float), axis=1) for n in names])
+    best = np.nanmin(med, axis=0)
+    scores = np.exp(np.nanmean(np.log(best[None, :] / med), axis=1))
+    return dict(zip(names, (float(s) for s in scores)))
+
+
+def compare(times: dict[str, np.ndarray], ref: str, *, level: float = DEFAULT_LEVEL,
+            n_boot: int = DEFAULT_BOOT, seed: int = 0) -> dict[str, Interval]:
+    """Every contender's speed relative to ``ref`` (ref's time / its time), paired by
+    round, with its bootstrap interval; ``ref`` itself gets 1."""
+    out = {}
+    for name, t in times.items():
+        out[name] = (Interval(1.0, 1.0, 1.0, level, int(np.isfinite(t).all(axis=0).sum()))
+                     if name == ref else
+                     bootstrap(paired_ratios(times[ref], t), level=level, n_boot=n_boot,
+                               seed=seed))
+    return out
+
+
+def verdict(times: dict[str, np.ndarray], *, margin: float = DEFAULT_MARGIN,
+            level: float = DEFAULT_LEVEL, n_boot: int = DEFAULT_BOOT, seed: int = 0,
+            eligible=None) -> Verdict:
+    """Rank contenders by their own times against each other.
+
+    ``times``: name -> seconds per call, shape (shapes, rounds), NaN where not timed.
+    The leader is the ``eligible`` contender (default: all) with the best
+    :func:`speed_scores`; every other contender is compared with it round by round
+    (:func:`compare`) and is *behind* when its interval's upper end is below
+    ``1 - margin``, else *tied*.
+
+    Raises ValueError for an empty ``times``, a margin outside [0, 1) or a level
+    outside (0, 1).
+    """
+    if not times:
+        raise ValueError("verdict: no contenders")
+    if not 0 <= margin < 1:
+        raise ValueError(f"margin must be in [0, 1), got {margin}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    scores = speed_scores(times)
+    pool = [n for n in times if eligible is None or n in eligible] or list(times)
+    leader = max(pool, key=lambda n: (scores[n], -list(times).index(n)))
+    comps = {}
+    ties, behind = [leader], []
+    rel = compare(times, leader, level=level, n_boot=n_boot, seed=seed)
+    for name in sorted(times, key=lambda n: -rel[n].point):
+        if name == leader:
+            comps[name] = Comparison(name, rel[name], "leader")
+            continue
+        status = "behind" if rel[name].hi < 1 - margin else "tied"
+        comps[name] = Comparison(name, rel[name], status)
+        (behind if status == "behind" else ties).append(name)
+    comps = {leader: comps.pop(leader), **comps}
+    return Verdict(leader, tuple(ties), tuple(behind), comps, margin, level)
+
+
+def gflops(flops: float, seconds: np.ndarray) -> float:
+    """GFLOP/s of the median of ``seconds`` (NaN ignored)."""
+    med = float(np.nanmedian(seconds))
+    return flops / med / 1e9 if med > 0 and math.isfinite(med) else float("nan")

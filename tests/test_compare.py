@@ -1,0 +1,80 @@
+"""``microkernel compare``: contenders parsed (blocking, source), each timed through
+gemm() with its own blocking in the same interleaved rounds, every sample in the JSON;
+a wrong result or a bad argument stops it before any timing."""
+import json
+import sys
+
+import numpy as np
+import pytest
+
+import microkernel as mk
+from microkernel.cli import main
+from microkernel.gemm import blocking_for
+
+
+def test_compare_times_each_contender_with_its_blocking(monkeypatch, tmp_path, capsys):
+    gemm_mod = sys.modules["microkernel.gemm"]
+    seen = []
+    real = gemm_mod.gemm
+
+    def spy(A, B, C=None, **kw):
+        seen.append((kw["kernel"].name, kw["blocking"]))
+        return real(A, B, C, **kw)
+    monkeypatch.setattr(gemm_mod, "gemm", spy)
+    out = tmp_path / "c.json"
+    assert main(["compare", "--kernels", "scalar_4x4;scalar_4x4:kc=16,mc=8", "--sizes", "24,40",
+                 "--rounds", "3", "--min-time", "0.001", "--peers", "numpy",
+                 "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["rounds"] == 3 and d["threads"] == 1
+    assert [s["shape"] for s in d["shapes"]] == ["24x24x24", "40x40x40"]
+    assert list(d["shapes"][0]["contenders"]) == ["scalar_4x4", "scalar_4x4:kc=16,mc=8", "numpy"]
+    model = blocking_for(mk.get_kernel("scalar_4x4"))
+    assert {(b.kc, b.mc, b.nc) for _, b in seen} == {(model.kc, model.mc, model.nc),
+                                                     (16, 8, model.nc)}
+    # every sample: 2 shapes x 3 contenders, one per round
+    assert len(d["samples"]) == 6 and all(len(s["seconds"]) == 3 for s in d["samples"])
+    v = d["workload"]["scalar_4x4:kc=16,mc=8"]["vs_first"]
+    assert v["lo"] <= v["point"] <= v["hi"] and v["rounds"] == 3
+    assert d["verdict"]["leader"] in ("scalar_4x4", "scalar_4x4:kc=16,mc=8")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "per shape" in text and ("winner:" in text or "tie:" in text)
+
+
+def test_compare_stops_on_a_wrong_result(monkeypatch, capsys):
+    gemm_mod = sys.modules["microkernel.gemm"]
+    real = gemm_mod.gemm
+
+    def wrong(A, B, C=None, **kw):
+        out = real(A, B, C, **kw)
+        if kw["blocking"].kc == 16:
+            C[0, 0] += 1.0          # one element off
+        return out
+    monkeypatch.setattr(gemm_mod, "gemm", wrong)
+    monkeypatch.setattr("microkernel.timing.Rounds.round",
+                        lambda *a, **k: pytest.fail("timed a wrong kernel"))
+    assert main(["compare", "--kernels", "scalar_4x4;scalar_4x4:kc=16", "--sizes", "24"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "not timed: scalar_4x4:kc=16 on 24x24x24: wrong result" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--kernels", "bogus_4x4"], "--kernels 'bogus_4x4'"),
+    (["--kernels", "scalar_4x4,scalar_4x4"], "given twice"),
+    (["--kernels", "scalar_4x4:kc=0"], "kc must be a positive integer"),
+    (["--kernels", "scalar_4x4:mc=4,kc=8,scalar_4x4"], "separate contenders with ';'"),
+    (["--kernels", "scalar_4x4", "--sizes", "0"], "--sizes '0': sizes must be positive"),
+    (["--kernels", "scalar_4x4", "--peers", "mkl"], "--peers: 'mkl'"),
+    (["--kernels", "scalar_4x4", "--sizes", "", "--workload", "deepbench", "--scale", "64",
+      "--json", "/no/such/dir/c.json"], "--json /no/such/dir/c.json: directory"),
+])
+def test_compare_bad_arguments(argv, message, capsys, monkeypatch):
+    monkeypatch.setattr("microkernel.timing.Rounds.round",
+                        lambda *a, **k: pytest.fail("timing started"))
+    assert main(["compare", *argv]) == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+
+
+def test_compare_without_shapes_is_an_error(capsys):
+    assert main(["compare", "--kernels", "scalar_4x4", "--sizes", ""]) == 2
+    assert "no shapes to time" in capsys.readouterr().err

@@ -1,0 +1,190 @@
+"""The timing engine and its statistics on a fake clock: calibration, interleaving,
+a clear leader, a tie, a slow spell hitting one contender, the budget. No real timing
+is asserted anywhere here."""
+import math
+import random
+
+import numpy as np
+import pytest
+
+from microkernel import stats
+from microkernel.timing import Contender, Race, Rounds
+
+
+class FakeClock:
+    """A clock that only moves when a fake contender 'runs'."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.calls = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, s):
+        self.now += s
+
+
+def fake(clock, name, seconds, shape="s", noise=0.0, seed=0, spell=None, reference=False):
+    """A contender whose one call lasts ``seconds`` of fake time (times a seeded
+    lognormal noise; times ``spell(round)`` when given)."""
+    rng = random.Random(f"{name}{shape}{seed}")
+    state = {"round": 0}
+
+    def fn():
+        f = math.exp(rng.gauss(0, noise)) if noise else 1.0
+        if spell is not None:
+            f *= spell(clock.round_no)
+        clock.now += seconds * f
+        clock.calls.append((name, shape))
+    return Contender(name, fn, flops=1e9 * seconds, shape=shape, reference=reference)
+
+
+def rounds(clock, contenders, **kw):
+    clock.round_no = 0
+    r = Rounds(contenders, clock=clock, sleep=clock.sleep, min_time=0.02, **kw)
+    real = r.round
+
+    def counted(active=None):
+        real(active)
+        clock.round_no += 1
+    r.round = counted
+    return r
+
+
+def test_calibration_doubles_loops_to_the_min_time():
+    clock = FakeClock()
+    r = rounds(clock, [fake(clock, "a", 0.001), fake(clock, "b", 0.05)])
+    r.calibrate()
+    # pyperf's rule: powers of two until one sample lasts >= 20 ms
+    assert r.loops[("s", "a")] == 32 and r.loops[("s", "b")] == 1
+    r.round()
+    assert r.matrix("a")[0, 0] == pytest.approx(0.001)
+    assert r.matrix("b")[0, 0] == pytest.approx(0.05)
+
+
+def test_every_round_times_every_contender_once_in_a_shuffled_order():
+    clock = FakeClock()
+    cs = [fake(clock, n, 0.03, shape=s) for s in ("p", "q") for n in "abcd"]
+    r = rounds(clock, cs, seed=1)
+    r.calibrate()
+    orders = []
+    for _ in range(6):
+        clock.calls.clear()
+        r.round()
+        orders.append(tuple(clock.calls))
+        assert sorted(clock.calls) == sorted((c.name, c.shape) for c in cs)
+    assert len(set(orders)) > 1            # the order changes from round to round
+    first = {o[0][0] for o in orders}
+    assert len(first) > 1                  # no contender always goes first
+
+
+def test_duplicate_contender_and_bad_settings_are_errors():
+    clock = FakeClock()
+    with pytest.raises(ValueError, match="given twice"):
+        Rounds([fake(clock, "a", 0.01), fake(clock, "a", 0.01)], clock=clock)
+    with pytest.raises(ValueError, match="min_time"):
+        Rounds([fake(clock, "a", 0.01)], clock=clock, min_time=0)
+    r = Rounds([fake(clock, "a", 0.01, reference=True)], clock=clock)
+    with pytest.raises(ValueError, match="not a reference"):
+        Race(r)
+    with pytest.raises(ValueError, match="min_rounds"):
+        Race(Rounds([fake(clock, "a", 0.01)], clock=clock), min_rounds=1)
+
+
+def test_a_clear_leader_is_separated_and_the_rest_dropped():
+    clock = FakeClock()
+    cs = [fake(clock, n, t, shape=s, noise=0.01)
+          for s in ("p", "q", "r") for n, t in (("fast", 0.020), ("mid", 0.022), ("slow", 0.026))]
+    race = Race(rounds(clock, cs), margin=0.03, min_rounds=5, max_rounds=30)
+    res = race.run()
+    assert res.verdict.leader == "fast" and res.verdict.separated
+    assert res.stopped == "separated" and res.rounds == 5
+    assert set(res.dropped) == {"mid", "slow"} and set(res.verdict.behind) == {"mid", "slow"}
+    mid = res.verdict.comparisons["mid"].vs_leader
+    assert mid.lo < 0.020 / 0.022 < mid.hi          # the true ratio, 0.909, is inside
+    assert "winner: fast" in res.verdict.summary()
+
+
+def test_a_tie_within_the_margin_is_called_a_tie():
+    clock = FakeClock()
+    cs = [fake(clock, n, t, shape=s, noise=0.01)
+          for s in ("p", "q") for n, t in (("a", 0.0200), ("b", 0.0202), ("c", 0.030))]
+    race = Race(rounds(clock, cs), margin=0.03, min_rounds=6, max_rounds=40)
+    res = race.run()
+    v = res.verdict
+    assert set(v.ties) == {"a", "b"} and not v.separated
+    assert v.behind == ("c",) and res.dropped == {"c": 6}
+    assert res.stopped == "equivalent"      # b shown to be within 3% of a
+    assert v.summary().startswith("tie: ")
+
+
+def test_a_slow_spell_on_one_contender_does_not_flip_the_ranking():
+    """Round 3 runs 'a' (the faster one) at a third of its speed, a neighbour's burst
+    that hits it alone: the per-round pairing plus the median over rounds keep it the
+    leader. A spell that hits every contender of a round cancels in the ratios."""
+    clock = FakeClock()
+    one = lambda r: 3.0 if r == 3 else 1.0  # noqa: E731
+    everyone = lambda r: 4.0 if r in (5, 6) else 1.0  # noqa: E731
+    cs = [fake(clock, "a", 0.020, shape=s, spell=lambda r: one(r) * everyone(r))
+          for s in ("p", "q")]
+    cs += [fake(clock, "b", 0.021, shape=s, spell=everyone) for s in ("p", "q")]
+    r = rounds(clock, cs)
+    for _ in range(9):
+        r.round()
+    v = stats.verdict(r.matrices(), margin=0.0)
+    assert v.leader == "a" and v.separated
+    b = v.comparisons["b"].vs_leader
+    assert b.point == pytest.approx(0.020 / 0.021)
+    # the spells did hit: 'a' alone 3x slower in round 3, everyone 4x in rounds 5 and 6
+    a_times, b_times = r.matrix("a")[0], r.matrix("b")[0]
+    assert a_times[3] / np.median(a_times) == pytest.approx(3.0)
+    assert a_times[5] / np.median(a_times) == pytest.approx(4.0)
+    assert b_times[5] / np.median(b_times) == pytest.approx(4.0)
+
+
+def test_the_budget_stops_the_race_after_min_rounds():
+    clock = FakeClock()
+    cs = [fake(clock, n, 0.02, noise=0.02, shape="p") for n in "ab"]
+    res = Race(rounds(clock, cs), margin=0.0, min_rounds=4, max_rounds=100, budget=0.5).run()
+    assert res.stopped == "budget" and 4 <= res.rounds < 100
+    assert res.seconds <= 0.5 + 1e-9
+
+
+def test_references_are_timed_every_round_but_never_ranked():
+    clock = FakeClock()
+    cs = [fake(clock, "numpy", 0.010, reference=True), fake(clock, "a", 0.02),
+          fake(clock, "b", 0.03)]
+    race = Race(rounds(clock, cs), min_rounds=3)
+    res = race.run()
+    assert res.verdict.leader == "a" and "numpy" not in res.verdict.comparisons
+    assert np.isfinite(race.r.matrix("numpy")).all()          # every round
+    assert np.isnan(race.r.matrix("b")[0, 3:]).all()         # dropped after round 3
+
+
+# -- the statistics on known numbers ----------------------------------------------------
+
+def test_workload_ratio_is_the_geometric_mean_of_per_shape_medians():
+    r = np.array([[2.0, 2.0, 9.0], [0.5, 0.5, 0.1]])   # medians 2 and 0.5
+    assert stats.workload_ratio(r) == pytest.approx(1.0)
+    iv = stats.bootstrap(np.full((2, 5), 1.1))
+    assert (iv.point, iv.lo, iv.hi) == pytest.approx((1.1, 1.1, 1.1))
+
+
+def test_bootstrap_uses_only_rounds_every_shape_has():
+    r = np.array([[1.0, 1.2, np.nan], [1.0, 1.2, 5.0]])
+    iv = stats.bootstrap(r)
+    assert iv.rounds == 2 and 1.0 <= iv.lo <= iv.point <= iv.hi <= 1.2
+    with pytest.raises(ValueError, match="every shape"):
+        stats.bootstrap(np.array([[np.nan, 1.0], [1.0, np.nan]]))
+
+
+def test_verdict_margin():
+    base = np.full((1, 8), 1.0) * (1 + 0.001 * np.arange(8))   # a little spread
+    times = {"a": base, "b": base * 1.02, "c": base * 1.05}
+    v = stats.verdict(times, margin=0.03)
+    assert v.leader == "a" and v.ties == ("a", "b") and v.behind == ("c",)
+    v0 = stats.verdict(times, margin=0.0)
+    assert v0.separated and v0.behind == ("b", "c")
+    with pytest.raises(ValueError, match="margin"):
+        stats.verdict(times, margin=1.5)
