@@ -5,7 +5,8 @@ Public names: ``probe()``, ``CpuInfo``, ``kernels()``, ``get_kernel(name)``,
 Importing the package compiles nothing: kernels are built on first use, after the
 probe has cleared their ISA.
 """
-from .tile import TileSpec, TileError, BUILTIN_TILES
+from .tile import TileSpec, TileError
+from .registry import BUILTIN as BUILTIN_TILES  # the registry's list (microkernel.registry)
 # `probe` names the function; the module stays reachable as sys.modules["microkernel.probe"].
 from .probe import probe, CpuInfo
 from .gemm import gemm  # (same for `gemm`)

@@ -83,14 +83,16 @@ def cmd_probe(args) -> int:
 
 def cmd_list(args) -> int:
     from .dispatch import usable_isas
-    from .tile import BUILTIN_TILES, register_budget
+    from .registry import BUILTIN, DEFAULTS
+    from .tile import register_budget
     usable = usable_isas()
     rows = []
-    for s in BUILTIN_TILES:
+    for s in BUILTIN:
         b = register_budget(s)
         rows.append({"name": s.name, "isa": s.isa, "mr": s.mr,
                      "nr": f"{s.nr}v" if s.is_vla else s.nr, "k_unroll": s.k_unroll,
                      "registers": f"{b.needed}/{b.available}", "runnable_here": s.isa in usable,
+                     "default": DEFAULTS[s.isa] == s.name,
                      "source": f"c_src/ukernels/{s.file_stem}.c"})
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -50,7 +50,8 @@ import tempfile
 import numpy as np
 
 from . import build, codegen
-from .tile import BUILTIN_TILES, TileError, TileSpec
+from . import registry
+from .tile import TileError, TileSpec
 
 __all__ = [
     "CrossToolsMissing", "CrossError", "Tools", "CpuConfig", "KernelRun", "RunReport",
@@ -72,7 +73,7 @@ CUBES = (1, 7, 37, 129)
 #: harness statuses (c_src/harness.c)
 ST_OK, ST_REFUSED, ST_UNKNOWN, ST_OUTSIDE = 0, -100, -101, -102
 #: the aarch64 kernels checked by default: the built-in NEON and SVE tiles
-DEFAULT_KERNELS = tuple(s.name for s in BUILTIN_TILES if s.isa in ("neon", "sve"))
+DEFAULT_KERNELS = tuple(s.name for s in registry.builtin(arch="aarch64") if s.isa != "scalar")
 AARCH64_ISAS = ("scalar", "neon", "sve")
 #: baseline flags of every object; the kernel objects add their ISA's cflags
 BASE_CFLAGS = ("-O2", "-std=gnu11", "-Wall", "-fno-math-errno")
@@ -136,23 +137,13 @@ GLUE = """\
 #include "mk_ukernel.h"
 
 {source}
-void mk_harness_desc_{name}(mk_ukernel_desc *d)
-{{
-    d->mr = {mr};
-    d->nr = {nr};
-    d->ukernel = {sym};
-    d->edge = {edge};
-}}
-"""
+{desc}"""
 
 
 def _glue(spec: TileSpec) -> str:
-    family = codegen._family(spec.isa)
-    nr = family.nr_expr(spec) if hasattr(family, "nr_expr") else str(spec.nr)
-    edge = family.edge_symbol(spec) if hasattr(family, "edge_symbol") else "NULL"
     return GLUE.format(name=spec.name, flags=" ".join(spec.info.cflags) or "baseline flags",
-                       source=codegen.generate(spec), mr=spec.mr, nr=nr,
-                       sym=codegen.symbol(spec), edge=edge)
+                       source=codegen.generate(spec),
+                       desc=codegen.desc_function(spec, f"mk_harness_desc_{spec.name}"))
 
 
 def harness_sources(specs) -> tuple[dict[str, str], list[tuple[str, tuple[str, ...]]]]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import re
 
-from .tile import BUILTIN_TILES, ISAS, TileError, TileSpec
+from . import registry
+from .tile import ISAS, TileError, TileSpec
 
 __all__ = ["IsaUnavailableError", "usable_isas", "best_isa", "kernels", "get_kernel",
            "default_tile"]
@@ -50,19 +51,21 @@ def best_isa() -> str:
 
 
 def default_tile(isa: str | None = None) -> TileSpec:
-    """The built-in tile for ``isa`` (default: the best usable ISA)."""
+    """gemm()'s default tile for ``isa`` (default: the best usable ISA), from
+    :data:`microkernel.registry.DEFAULTS`."""
     isa = isa or best_isa()
-    for spec in BUILTIN_TILES:
-        if spec.isa == isa:
-            return spec
-    raise IsaUnavailableError(f"no built-in tile for ISA {isa!r}")
+    try:
+        return registry.default(isa)
+    except KeyError:
+        raise IsaUnavailableError(f"no built-in tile for ISA {isa!r}") from None
 
 
 def kernels() -> list[str]:
     """Names of the built-in kernels this machine can run, best ISA first."""
     usable = usable_isas()
-    runnable = [s for s in BUILTIN_TILES if s.isa in usable]
-    runnable.sort(key=lambda s: -usable.index(s.isa))
+    runnable = [s for s in registry.BUILTIN if s.isa in usable]
+    # best ISA first, each ISA's default first
+    runnable.sort(key=lambda s: (-usable.index(s.isa), s != registry.default(s.isa)))
     return [s.name for s in runnable]
 
 
@@ -95,7 +98,7 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
             spec = TileSpec.from_name(name)
         except TileError as exc:
             raise TileError(f"{exc}. Built-in kernels: "
-                            f"{', '.join(s.name for s in BUILTIN_TILES)}") from None
+                            f"{', '.join(registry.names())}") from None
     else:
         raise TypeError(f"kernel must be a name, a TileSpec or None, not {type(name).__name__}")
     usable = usable_isas()

@@ -42,9 +42,11 @@ GLUE = """
 #include "driver.c"
 #include "timing.c"
 
+{desc}
 static mk_ukernel_desc mk_desc(void)
 {{
-    mk_ukernel_desc d = {{ {mr}, {nr}, {sym}, {edge} }};
+    mk_ukernel_desc d;
+    mk_fill_desc(&d);
     return d;
 }}
 int64_t mk_mr(void) {{ return {mr}; }}
@@ -135,26 +137,16 @@ class Kernel:
         return flops[0] / secs / 1e9
 
 
-def _edge_symbol(spec: TileSpec) -> str:
-    """C name of the tile's edge entry point, or ``NULL`` when the driver's buffer
-    handles its edges."""
-    family = codegen._family(spec.isa)
-    return family.edge_symbol(spec) if hasattr(family, "edge_symbol") else "NULL"
-
-
 def ukernel_symbols(spec: TileSpec) -> list[str]:
-    """The C functions a micro-kernel source must define for ``spec``'s module: the
-    micro-kernel and, where the tile has one, its edge entry point."""
-    edge = _edge_symbol(spec)
-    return [codegen.symbol(spec)] + ([edge] if edge != "NULL" else [])
+    """The C functions a micro-kernel source must define for ``spec``'s module
+    (:func:`microkernel.codegen.ukernel_symbols`)."""
+    return codegen.ukernel_symbols(spec)
 
 
 def module_source(spec: TileSpec, ukernel_source: str | None = None) -> str:
     """The whole C source of a kernel's module (micro-kernel, peak loop, glue);
     ``ukernel_source`` (C text) replaces the generated micro-kernel."""
-    family = codegen._family(spec.isa)
-    nr = family.nr_expr(spec) if hasattr(family, "nr_expr") else str(spec.nr)
-    edge = _edge_symbol(spec)
+    nr = codegen.nr_expr(spec)
     sym = codegen.symbol(spec)
     # a tile fixed at compile time gets a driver specialised for it (see driver.c)
     specialise = ("" if not nr.isdigit() else
@@ -163,7 +155,8 @@ def module_source(spec: TileSpec, ukernel_source: str | None = None) -> str:
         # C tiles on 64-byte boundaries (driver.c, MK_C_ALIGN); a source may set its own
         specialise += (f"\n#ifndef MK_C_ALIGN\n#define MK_C_ALIGN {C_ALIGN_VECTOR_BYTES}"
                        f"\n#endif")
-    glue = GLUE.format(mr=spec.mr, nr=nr, sym=sym, edge=edge, specialise=specialise)
+    glue = GLUE.format(mr=spec.mr, nr=nr, sym=sym, specialise=specialise,
+                       desc=codegen.desc_function(spec, "mk_fill_desc", static=True))
     ukernel = codegen.generate(spec) if ukernel_source is None else ukernel_source
     return "\n".join([ukernel, codegen.generate_peak(spec.isa), glue])
 

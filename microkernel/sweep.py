@@ -153,8 +153,8 @@ def _prepare(specs, default, progress):
 
 def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbench",
           scale: int = 1, threads: int = 1, max_shapes: int = 16,
-          margin: float = stats.DEFAULT_MARGIN, budget: float = 120.0,
-          min_rounds: int = 6, max_rounds: int = 40, l1_rounds: int = 9,
+          margin: float = stats.DEFAULT_MARGIN, budget: float = 90.0,
+          min_rounds: int = 5, max_rounds: int = 40, l1_rounds: int = 9,
           min_time: float = 0.02, peers=None, seed: int = 0, progress=None,
           blocking_search: bool = False) -> dict:
     """Run the sweep (see the module docstring); returns a JSON-serialisable dict:

@@ -19,7 +19,7 @@ import warnings
 
 __all__ = [
     "IsaInfo", "ISAS", "TileSpec", "RegisterBudget", "register_budget",
-    "BUILTIN_TILES", "TileError", "reference_ukernel", "pack_a", "pack_b",
+    "TileError", "reference_ukernel", "pack_a", "pack_b",
 ]
 
 
@@ -175,10 +175,10 @@ class TileSpec:
 
     @property
     def file_stem(self) -> str:
-        """XNNPACK-style file name: op, shape and ISA (``f32_gemm_8x16_avx512``)."""
-        nr = f"{self.nr}v" if self.is_vla else str(self.nr)
-        unroll = "" if self.k_unroll == DEFAULT_K_UNROLL else f"_u{self.k_unroll}"
-        return f"f32_gemm_{self.mr}x{nr}{unroll}_{self.isa}"
+        """The generated source's file name without ``.c``: the name itself, so that
+        the short name, the file and the C symbol (``mk_ukernel_<name>``) share one
+        order (docs/naming.md)."""
+        return self.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,29 +238,6 @@ def check_budget(spec: TileSpec) -> RegisterBudget:
                       f"{b.min_accumulators} (FMA latency x FMA units) needed to hide FMA "
                       f"latency (Low et al. 2016)", RuntimeWarning, stacklevel=2)
     return b
-
-
-#: The built-in tiles: just specs, generated and compiled through the same path as a
-#: user's. The first tile of an ISA is its default (``dispatch.default_tile``).
-#: avx512_8x32_u4 (16 zmm accumulators, 2 B vectors, K loop unrolled 4 times, no spill)
-#: is the AVX-512 default: 96% of the FMA peak in L1 on the lent Sapphire Rapids host
-#: against 85% for avx512_8x16 (one call), and inside gemm(), interleaved with numpy,
-#: ahead of avx512_8x16 in two runs (median ratio to numpy 0.927 vs 0.875, 0.930 vs
-#: 0.904) and level in a third (0.866 vs 0.861) (docs/performance.md). avx512_8x16 is the 8 rows x
-#: 16 lanes tile (8 zmm accumulators, just the FMA latency x units). avx2_4x24_u8 (12
-#: accumulators, 3 B vectors, 16 of 16 ymm; K loop unrolled 8 times, no spill) is the
-#: AVX2 default: inside full GEMMs it ran faster than BLIS haswell's avx2_6x16 and than
-#: the same tile unrolled once on this project's Zen 3 machine (docs/design-notes.md).
-#: neon_8x12 is BLIS cortex-a57's shape; sve_8x2v is 2 vectors wide.
-BUILTIN_TILES: tuple[TileSpec, ...] = (
-    TileSpec("avx512", 8, 32, k_unroll=4),
-    TileSpec("avx512", 8, 16),
-    TileSpec("avx2", 4, 24, k_unroll=8),
-    TileSpec("avx2", 6, 16),
-    TileSpec("neon", 8, 12),
-    TileSpec("sve", 8, 2),
-    TileSpec("scalar", 4, 4),
-)
 
 
 # -- the numpy mirror of the micro-kernel ------------------------------------------

@@ -201,8 +201,9 @@ class RaceResult:
 
 class Race:
     """Rounds until the leader is separated, every challenger is shown to be within
-    the margin, ``max_rounds`` are done, or ``budget`` seconds of the injected clock
-    are spent, whichever comes first; never fewer than ``min_rounds``. From
+    the margin (checked from ``2 * min_rounds`` rounds on), ``max_rounds`` are done, or
+    ``budget`` seconds of the injected clock are spent, whichever comes first; never
+    fewer than ``min_rounds``. From
     ``min_rounds`` on, a contender found *behind* the leader (:func:`stats.verdict`)
     is dropped: it is no longer timed. References are timed every round and never
     ranked."""
@@ -259,7 +260,7 @@ class Race:
                 stopped = "separated"
                 break
             rest = [v.comparisons[n].vs_leader for n in self.active if n != v.leader]
-            if rest and all(c.lo >= 1 - self.margin and c.hi <= 1 + self.margin for c in rest):
+            if rest and self.r.rounds >= 2 * self.min_rounds and all(c.lo >= 1 - self.margin and c.hi <= 1 + self.margin for c in rest):
                 stopped = "equivalent"   # every challenger shown to be within the margin
                 break
             # stop when another round like the last would overrun the budget

@@ -20,8 +20,8 @@ from microkernel.tile import TileSpec
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: kernel -> (generated file, MK_C_ALIGN: a power of two dividing NR * 4, as the driver needs)
-KERNELS = {"scalar_4x4": ("f32_gemm_4x4_scalar.c", 16),
-           "avx2_4x24_u8": ("f32_gemm_4x24_u8_avx2.c", 32)}
+KERNELS = {"scalar_4x4": ("scalar_4x4.c", 16),
+           "avx2_4x24_u8": ("avx2_4x24_u8.c", 32)}
 
 #: the generated micro-kernel renamed, and a wrapper under its name that poisons C[0][0]
 #: of a full tile left off the boundary where every row of C starts at the same offset

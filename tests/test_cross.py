@@ -23,11 +23,12 @@ import pytest
 
 from microkernel import codegen, cross, kernel as mkkernel
 from microkernel.codegen import arm
-from microkernel.tile import BUILTIN_TILES, TileSpec
+from microkernel import registry
+from microkernel.tile import TileSpec
 from microkernel.validate import Case
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SPECS = [s for s in BUILTIN_TILES if s.isa in ("neon", "sve")]
+SPECS = [s for s in registry.builtin(arch="aarch64") if s.isa != "scalar"]
 #: non-built-in shapes: every A-load grouping of the NEON emitter (q, q+d, q+s,
 #: d+s, s) and SVE tiles from 1x1v to 3x4v, other unrolls
 USER_TILES = ["neon_6x8", "neon_5x16", "neon_3x4_u1", "neon_1x8", "sve_3x4v",

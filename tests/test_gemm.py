@@ -6,7 +6,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import microkernel as mk
 from microkernel import validate
 from microkernel.gemm import blocking_for
-from microkernel.tile import BUILTIN_TILES, pack_a, pack_b, reference_ukernel
+from microkernel.registry import BUILTIN as BUILTIN_TILES
+from microkernel.tile import pack_a, pack_b, reference_ukernel
 
 
 def _catalogue_params():

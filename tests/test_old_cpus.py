@@ -37,7 +37,8 @@ import textwrap
 import pytest
 
 from microkernel import build, kernel
-from microkernel.tile import BUILTIN_TILES, TileSpec
+from microkernel import registry
+from microkernel.tile import TileSpec
 
 IS_X86 = platform.machine().lower() in ("x86_64", "amd64")
 QEMU = shutil.which("qemu-x86_64")
@@ -164,7 +165,7 @@ def test_python_package_under_qemu(cpu, isas):
     """microkernel itself (probe module, dispatch, cffi kernel modules) on the
     emulated CPU. Kernel modules are compiled natively first (same cache)."""
     import json
-    for spec in BUILTIN_TILES:
+    for spec in registry.builtin(arch="x86_64"):
         if spec.isa in ("avx2", "scalar"):
             kernel.compile_only(spec)
     res = _qemu(cpu, sys.executable, "-c", PY_SCRIPT, timeout=600)

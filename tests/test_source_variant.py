@@ -15,7 +15,7 @@ from microkernel.build import BuildError
 from microkernel.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-GENERATED = (ROOT / "c_src" / "ukernels" / "f32_gemm_4x4_scalar.c").read_text()
+GENERATED = (ROOT / "c_src" / "ukernels" / "scalar_4x4.c").read_text()
 # the beta == 0 branch forgets element (3, 3) of the C tile
 LAST_STORE = "            *(c + 3 * rs_c + 3) = c3_3;\n"
 
@@ -73,7 +73,7 @@ def test_a_module_that_does_not_load_is_a_build_error(tmp_path):
 
 @pytest.mark.skipif(not mk.probe().supports("avx2"), reason="needs a CPU with AVX2")
 def test_x86_tiles_of_several_vectors_need_the_edge_entry_point(tmp_path):
-    src = (ROOT / "c_src" / "ukernels" / "f32_gemm_4x24_u8_avx2.c").read_text()
+    src = (ROOT / "c_src" / "ukernels" / "avx2_4x24_u8.c").read_text()
     text = src.replace("mk_ukernel_avx2_4x24_u8_edge(", "my_edge(")
     with pytest.raises(mk.TileError, match="does not define mk_ukernel_avx2_4x24_u8_edge"):
         mk.get_kernel("avx2_4x24_u8", source=_variant(tmp_path, text))

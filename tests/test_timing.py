@@ -115,7 +115,8 @@ def test_a_tie_within_the_margin_is_called_a_tie():
     v = res.verdict
     assert set(v.ties) == {"a", "b"} and not v.separated
     assert v.behind == ("c",) and res.dropped == {"c": 6}
-    assert res.stopped == "equivalent"      # b shown to be within 3% of a
+    assert res.stopped == "equivalent"      # b shown to be within 3% of a ...
+    assert res.rounds == 12                 # ... checked from 2 x min_rounds on
     assert v.summary().startswith("tie: ")
 
 

@@ -1,26 +1,25 @@
-"""Regenerate the committed built-in micro-kernel sources in c_src/ukernels/."""
+"""Regenerate the committed built-in micro-kernel sources in c_src/ukernels/ and the
+X-macro list of them, c_src/ukernels/mk_kernels.inc (all from microkernel.registry)."""
 from __future__ import annotations
 
 import pathlib
 import sys
 
-from . import generate
-from ..tile import BUILTIN_TILES
+from . import generate, kernel_list
+from ..registry import BUILTIN
 
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "c_src" / "ukernels"
 
 
 def main() -> int:
     ROOT.mkdir(parents=True, exist_ok=True)
-    for spec in BUILTIN_TILES:
-        try:
-            src = generate(spec)
-        except ModuleNotFoundError as exc:  # an emitter family not written yet
-            print(f"skip {spec.name}: {exc}", file=sys.stderr)
-            continue
+    for spec in BUILTIN:
         path = ROOT / f"{spec.file_stem}.c"
-        path.write_text(src)
+        path.write_text(generate(spec))
         print(f"wrote {path.relative_to(ROOT.parents[1])}")
+    inc = ROOT / "mk_kernels.inc"
+    inc.write_text(kernel_list(BUILTIN))
+    print(f"wrote {inc.relative_to(ROOT.parents[1])}")
     return 0
 
 

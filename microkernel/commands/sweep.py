@@ -35,8 +35,8 @@ def add_arguments(p) -> None:
                    help="at most this many enumerated tile shapes (default 16)")
     p.add_argument("--margin", type=fraction, default=DEFAULT_MARGIN,
                    help="speed difference below which tiles tie (default 3%%; 0.03 or 3%%)")
-    p.add_argument("--budget", type=nonneg_float, default=120.0,
-                   help="seconds the workload race may take (default 120)")
+    p.add_argument("--budget", type=nonneg_float, default=90.0,
+                   help="seconds the workload race may take (default 90)")
     p.add_argument("--rounds", type=positive_int, default=40,
                    help="most rounds of the workload race (default 40)")
     p.add_argument("--min-time", type=nonneg_float, default=0.02,
@@ -100,7 +100,7 @@ def run(args) -> int:
             res = sweep(isa, mrs=args.mr, nrs=args.nr, workload=args.workload,
                         scale=args.scale, threads=args.threads, max_shapes=args.max_shapes,
                         margin=args.margin, budget=args.budget,
-                        min_rounds=min(6, args.rounds), max_rounds=args.rounds,
+                        min_rounds=min(5, args.rounds), max_rounds=args.rounds,
                         min_time=args.min_time, peers=peers, progress=progress,
                         blocking_search=args.blocking)
         _print_measured(con, res)
@@ -293,8 +293,11 @@ def plot(res: dict, path: str) -> None:
         ax.axvline(1 - margin, color="k", ls=":", lw=1)
         ax.text(1 - margin, len(rows) - 0.4, f" tie margin {100 * margin:.0f}%", fontsize=7)
         ax.set_xlim(min(pts + [1 - 2 * margin]) - 0.02, 1.02)
-        ax.set_xlabel(f"speed against the leader over {res['workload']} (geometric mean of "
-                      f"per-shape ratios; {100 * res['race']['level']:.0f}% interval)")
+        ax.set_xlabel(f"speed against the leader on {res['workload']} "
+                      f"({100 * res['race']['level']:.0f}% intervals)")
+        from matplotlib.patches import Patch
+        ax.legend(handles=[Patch(color=c, label=s) for s, c in color.items()], fontsize=7,
+                  loc="lower left")
         verdict = (f"winner {res['winner']}" if res["winner"] else
                    f"tie: {', '.join(res['ties'])}")
         ax.set_title(f"{res['isa']} tiles, {res['race']['rounds']} interleaved rounds: "

@@ -1,0 +1,102 @@
+"""The one list: built-in kernels, each ISA's default, stress tiles, benchmark sets.
+
+Everything that needs a list of kernels reads it from here: dispatch (``kernels()``,
+``get_kernel()``'s default), ``microkernel list``, the codegen (the committed sources in
+``c_src/ukernels/`` and the X-macro list ``c_src/ukernels/mk_kernels.inc`` that the C
+mains include, after IREE's ``mmt4d_x86_64_tiles.inl``), the tests (edge catalogue,
+sanitizer and old-CPU harnesses, the aarch64 cross harness), the benchmarks and the
+device scripts (``python -m microkernel list --names --isa avx512``).
+
+A kernel's name is its metadata (docs/naming.md): ``<isa>_<MR>x<NR>[v][_u<K>]``.
+Built-in tiles are just specs: a user's tile takes exactly the same path.
+"""
+from __future__ import annotations
+
+from .tile import ISAS, TileSpec
+
+__all__ = ["BUILTIN", "DEFAULTS", "STRESS", "BENCH_SQUARES", "DEVICE_AVX512",
+           "builtin", "default", "names", "stress", "is_builtin"]
+
+#: The built-in tiles, grouped by ISA, each ISA's default first.
+BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
+    # avx512_8x32_u4: 16 zmm accumulators, 2 B vectors, K loop unrolled 4 times, no spill:
+    # 96% of the FMA peak in L1 on the lent Sapphire Rapids host against 85% for
+    # avx512_8x16, and ahead of it inside gemm() (docs/design-notes.md, register tiles)
+    "avx512_8x32_u4",
+    # the textbook AVX-512 tile: 8 zmm accumulators, exactly FMA latency x units
+    "avx512_8x16",
+    # avx2_4x24_u8: 12 accumulators, 3 B vectors, 16 of 16 ymm, K unrolled 8 times, no
+    # spill: the leader of the avx2 sweep on Zen 3 (docs/performance.md)
+    "avx2_4x24_u8",
+    # BLIS haswell's shape
+    "avx2_6x16",
+    # BLIS cortex-a57's shape, by-element FMA (BLIS armv8a)
+    "neon_8x12",
+    # 2 vectors wide at whatever VL (128..2048 bits)
+    "sve_8x2v",
+    # the portable fallback
+    "scalar_4x4",
+))
+
+#: gemm()'s default tile per ISA (stated here, not implied by order)
+DEFAULTS: dict[str, str] = {
+    "avx512": "avx512_8x32_u4",
+    "avx2": "avx2_4x24_u8",
+    "neon": "neon_8x12",
+    "sve": "sve_8x2v",
+    "scalar": "scalar_4x4",
+}
+
+#: User-shaped tiles the C harnesses stress beside the built-ins: odd MR, NR of 1 to 3
+#: vectors (5 or 7 lanes for scalar), k-unrolls 2 to 4 (remainder loops in the K loop).
+STRESS: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
+    "avx2_5x16_u4", "avx2_3x24_u3", "scalar_3x5_u4", "scalar_2x7_u2",
+))
+
+#: Square sizes of the benchmark suites (bench/test_bench_tiles.py)
+BENCH_SQUARES: tuple[int, ...] = (256, 512, 1024, 2048)
+
+#: AVX-512 tiles raced on the lent Sapphire Rapids host (bench/device_cpu.sh)
+DEVICE_AVX512: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
+    "avx512_8x32_u4", "avx512_8x16", "avx512_6x32", "avx512_12x32", "avx512_6x64",
+))
+
+
+def builtin(isa: str | None = None, arch: str | None = None) -> tuple[TileSpec, ...]:
+    """Built-in tiles, optionally of one ISA or one architecture (``x86_64``,
+    ``aarch64``; ``any`` ISAs such as scalar belong to every architecture)."""
+    return tuple(s for s in BUILTIN if (isa is None or s.isa == isa)
+                 and (arch is None or s.info.arch in (arch, "any")))
+
+
+def default(isa: str) -> TileSpec:
+    """gemm()'s default tile for ``isa``. Raises KeyError naming the known ISAs."""
+    if isa not in DEFAULTS:
+        raise KeyError(f"no default tile for ISA {isa!r}; ISAs: {', '.join(ISAS)}")
+    return TileSpec.from_name(DEFAULTS[isa])
+
+
+def names(isa: str | None = None) -> list[str]:
+    return [s.name for s in builtin(isa)]
+
+
+def stress(isas=None) -> tuple[TileSpec, ...]:
+    """Built-ins plus the stress tiles, of ``isas`` (default all)."""
+    return tuple(s for s in BUILTIN + STRESS if isas is None or s.isa in isas)
+
+
+def is_builtin(spec: TileSpec) -> bool:
+    return spec in BUILTIN
+
+
+def _check() -> None:
+    for isa, name in DEFAULTS.items():
+        spec = TileSpec.from_name(name)
+        if spec not in BUILTIN or spec.isa != isa:
+            raise AssertionError(f"registry: default {name} of {isa} is not a built-in {isa} tile")
+    missing = set(ISAS) - set(DEFAULTS)
+    if missing:
+        raise AssertionError(f"registry: no default tile for {', '.join(sorted(missing))}")
+
+
+_check()
