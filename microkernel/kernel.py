@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 
 from . import build, codegen
 from .tile import TileSpec
@@ -74,7 +75,7 @@ double mk_time_ukernel(int64_t kc, int64_t reps)
 """
 
 #: flags every kernel module gets besides its ISA's own
-COMMON_CFLAGS = ("-O3", "-fopenmp", "-fno-math-errno", "-Wall")
+COMMON_CFLAGS = ("-O3", "-fopenmp", "-fno-math-errno", "-Wall", "-Werror=implicit-function-declaration")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,9 +144,13 @@ def ukernel_symbols(spec: TileSpec) -> list[str]:
     return codegen.ukernel_symbols(spec)
 
 
-def module_source(spec: TileSpec, ukernel_source: str | None = None) -> str:
+def module_source(spec: TileSpec, ukernel_source: str | None = None,
+                  source_path: str | None = None) -> str:
     """The whole C source of a kernel's module (micro-kernel, peak loop, glue);
-    ``ukernel_source`` (C text) replaces the generated micro-kernel."""
+    ``ukernel_source`` (C text) replaces the generated micro-kernel. With
+    ``source_path``, a ``#line`` directive makes the compiler report errors in that
+    text at the user's file and line (the generated module file is deleted after the
+    build)."""
     nr = codegen.nr_expr(spec)
     sym = codegen.symbol(spec)
     # a tile fixed at compile time gets a driver specialised for it (see driver.c)
@@ -158,14 +163,19 @@ def module_source(spec: TileSpec, ukernel_source: str | None = None) -> str:
     glue = GLUE.format(mr=spec.mr, nr=nr, sym=sym, specialise=specialise,
                        desc=codegen.desc_function(spec, "mk_fill_desc", static=True))
     ukernel = codegen.generate(spec) if ukernel_source is None else ukernel_source
+    if ukernel_source is not None and source_path is not None:
+        quoted = os.fspath(source_path).replace("\\", "\\\\").replace('"', '\\"')
+        ukernel = (f'#line 1 "{quoted}"\n' + ukernel.rstrip("\n")
+                   + f'\n#line 1 "<{spec.name} module: peak loop and driver glue>"\n')
     return "\n".join([ukernel, codegen.generate_peak(spec.isa), glue])
 
 
-def _build_args(spec: TileSpec, ukernel_source: str | None = None) -> dict:
+def _build_args(spec: TileSpec, ukernel_source: str | None = None,
+                source_path: str | None = None) -> dict:
     src_dir = build.c_src_dir()
     return dict(
         name=spec.name if ukernel_source is None else f"{spec.name}_src",
-        cdef=CDEF, source=module_source(spec, ukernel_source),
+        cdef=CDEF, source=module_source(spec, ukernel_source, source_path),
         cflags=COMMON_CFLAGS + spec.info.cflags, include_dirs=(str(src_dir),),
         ldflags=("-fopenmp",),
         depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h"])
@@ -191,4 +201,5 @@ def load(spec: TileSpec, ukernel_source: str | None = None,
     """
     if (ukernel_source is None) != (source_path is None):
         raise ValueError("load(): ukernel_source and source_path go together")
-    return Kernel(spec, build.load_module(**_build_args(spec, ukernel_source)), source_path)
+    return Kernel(spec, build.load_module(**_build_args(spec, ukernel_source, source_path)),
+                  source_path)

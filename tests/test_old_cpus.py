@@ -51,8 +51,9 @@ needs_qemu = pytest.mark.skipif(
 needs_objdump = pytest.mark.skipif(
     OBJDUMP is None, reason="objdump not found: install binutils")
 
-KERNELS = ("avx512_8x32_u4", "avx512_8x16", "avx2_6x16", "avx2_3x24_u3", "scalar_4x4",
-           "scalar_3x5_u4")
+#: the registry's x86 built-ins and two of its stress tiles (k-unroll remainders)
+KERNELS = tuple(s.name for s in registry.builtin(arch="x86_64")) + tuple(
+    s.name for s in registry.STRESS if s.name in ("avx2_3x24_u3", "scalar_3x5_u4"))
 FUZZ = 300
 #: qemu CPU model -> the ISA the probe must choose
 CPUS = {"Haswell": "avx2", "Skylake-Server": "avx2", "Nehalem": "scalar", "qemu64": "scalar"}

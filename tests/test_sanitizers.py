@@ -1,7 +1,7 @@
 """The probe, the driver and the x86 micro-kernels under AddressSanitizer and
 UndefinedBehaviorSanitizer (issue 7, item 1).
 
-The C harness ``c_src/sanitize_main.c`` includes probe.c and driver.c; each
+The C harness ``tests/c/sanitize_main.c`` includes probe.c and driver.c; each
 micro-kernel is generated here by ``microkernel.codegen.generate`` and compiled as its
 own object with only its ISA's flags (``tile.ISAS[isa].cflags``). Everything is built
 with ``-fsanitize=address,undefined -fno-sanitize-recover=all``: the first report
@@ -30,7 +30,7 @@ import subprocess
 
 import pytest
 
-from microkernel import build, codegen, validate
+from microkernel import build, codegen, registry, validate
 from microkernel.blocking import model_blocking
 from microkernel.probe import probe
 from microkernel.tile import TileSpec
@@ -42,9 +42,10 @@ SAN_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
              "-fno-omit-frame-pointer", "-g", "-O1"]
 BASE_FLAGS = ["-std=gnu11", "-Wall", "-Werror=implicit-function-declaration"]
 
-#: built-ins plus odd user shapes: odd MR, NR of 1-3 vectors (or 5, 7 lanes), k-unrolls 2-4
-KERNELS = ("avx512_8x32_u4", "avx512_8x16", "avx2_6x16", "avx2_5x16_u4", "avx2_3x24_u3",
-           "scalar_4x4", "scalar_3x5_u4", "scalar_2x7_u2")
+#: the registry's x86 built-ins and stress tiles (odd MR, NR of 1-3 vectors or 5, 7 lanes,
+#: k-unrolls 2-4)
+KERNELS = tuple(s.name for s in registry.stress(("avx512", "avx2", "scalar")))
+HARNESS = pathlib.Path(__file__).resolve().parent / "c" / "sanitize_main.c"
 #: random cases per kernel: the OpenMP build is slower (a 2-thread team per case)
 FUZZ_PER_KERNEL = {False: 2000, True: 400}
 SEED = 20240607
@@ -82,24 +83,15 @@ def _sanitizers_work(tmp: pathlib.Path) -> str | None:
     return None
 
 
-def kernel_table(specs, extra_decls: str = "", extra_rows: str = "") -> str:
-    """The generated ``sanitize_kernels.h``: declarations and MK_SAN_KERNEL_LIST."""
+def kernel_lists(specs) -> dict[str, str]:
+    """The harness's two generated includes: the project's X-macro kernel list
+    (``codegen.kernel_list``) and each kernel's model blocking."""
     caches = probe().caches
-    decls, rows = [], []
-    proto = ("(int64_t, const float *, const float *, const float *, const float *, "
-             "float *, int64_t, int64_t)")
-    for spec in specs:
-        fam = codegen._family(spec.isa)
-        edge = fam.edge_symbol(spec) if hasattr(fam, "edge_symbol") else "NULL"
-        sym = codegen.symbol(spec)
-        decls.append(f"void {sym}{proto};")
-        if edge != "NULL":
-            decls.append(f"void {edge}(int64_t, int64_t, {proto[1:]};")
-        blk = model_blocking(spec.mr, spec.nr, caches)
-        rows.append(f'    {{ "{spec.name}", "{spec.isa}", {spec.mr}, {spec.nr}, '
-                    f"{spec.k_unroll}, {sym}, {edge}, {blk.kc}, {blk.mc}, {blk.nc} }},")
-    return ("#include <stdint.h>\n" + "\n".join(decls) + "\n" + extra_decls
-            + "\n#define MK_SAN_KERNEL_LIST \\\n" + " \\\n".join(rows + [extra_rows]) + "\n")
+    blk = [f"MK_BLOCKING({s.name}, {b.kc}, {b.mc}, {b.nc})"
+           for s in specs for b in [model_blocking(s.mr, s.nr, caches)]]
+    return {"sanitize_kernels.inc": codegen.kernel_list(specs, title="sanitize_kernels.inc",
+                                                        source="tests/test_sanitizers.py"),
+            "sanitize_blocking.inc": "\n".join(blk) + "\n"}
 
 
 def catalogue_lines(specs) -> list[str]:
@@ -123,12 +115,13 @@ def _run(cmd, **kw):
 
 
 def build_harness(tmp: pathlib.Path, specs, *, flags=(), openmp=False, static=False,
-                  exe_name="sanitize_main", extra_sources=(), table: str | None = None):
-    """Compile sanitize_main.c (baseline flags + ``flags``) and one object per kernel
-    (its ISA's flags + ``flags``); link; return the executable's path."""
+                  exe_name="sanitize_main", extra_sources=(), lists: dict | None = None):
+    """Compile tests/c/sanitize_main.c (baseline flags + ``flags``) and one object per
+    kernel (its ISA's flags + ``flags``); link; return the executable's path."""
     src = build.c_src_dir()
     tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "sanitize_kernels.h").write_text(table if table is not None else kernel_table(specs))
+    for name, text in (lists if lists is not None else kernel_lists(specs)).items():
+        (tmp / name).write_text(text)
     cc = _cc()
     omp = ["-fopenmp"] if openmp else []
     objs = []
@@ -144,7 +137,7 @@ def build_harness(tmp: pathlib.Path, specs, *, flags=(), openmp=False, static=Fa
         objs.append(obj)
     main_o = tmp / f"{exe_name}.o"
     _run([*cc, *BASE_FLAGS, *flags, *omp, f"-I{tmp}", f"-I{src}", "-c",
-          src / "sanitize_main.c", "-o", main_o])
+          HARNESS, "-o", main_o])
     exe = tmp / exe_name
     _run([*cc, *flags, *omp, *(["-static"] if static else []), main_o, *objs, "-o", exe,
           "-lm", "-lpthread"])
@@ -241,8 +234,7 @@ def test_specialised_driver_asan_ubsan_clean(san_dir):
     cases = tmp / "catalogue.txt"
     tmp.mkdir(parents=True, exist_ok=True)
     cases.write_text("\n".join(catalogue_lines([spec])) + "\n")
-    special = [f"-DMK_MR={spec.mr}", f"-DMK_NR={spec.nr}",
-               f"-DMK_UKERNEL={codegen.symbol(spec)}", "-include", str(tmp / "sanitize_kernels.h")]
+    special = [f"-DMK_MR={spec.mr}", f"-DMK_NR={spec.nr}", f"-DMK_UKERNEL={codegen.symbol(spec)}"]
     exe = build_harness(tmp, [spec], flags=SAN_FLAGS + special, openmp=True)
     for threads in (1, 2):
         res = subprocess.run([str(exe), "--cases", str(cases), "--fuzz", "400",
@@ -266,7 +258,7 @@ static void tile(int64_t kc, const float *alpha, const float *a, const float *b,
     for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) acc[i][j] *= *alpha;
 }
 /* stores one row past its tile */
-void mk_ukernel_oob(int64_t kc, const float *alpha, const float *a, const float *b,
+void mk_ukernel_broken_oob(int64_t kc, const float *alpha, const float *a, const float *b,
                     const float *beta, float *c, int64_t rs_c, int64_t cs_c)
 {
     float acc[2][2];
@@ -278,7 +270,7 @@ void mk_ukernel_oob(int64_t kc, const float *alpha, const float *a, const float 
     }
 }
 /* reads C even when beta == 0 (0 * NaN survives) */
-void mk_ukernel_beta0(int64_t kc, const float *alpha, const float *a, const float *b,
+void mk_ukernel_broken_beta0(int64_t kc, const float *alpha, const float *a, const float *b,
                       const float *beta, float *c, int64_t rs_c, int64_t cs_c)
 {
     float acc[2][2];
@@ -300,12 +292,9 @@ def test_harness_catches_a_broken_kernel(san_dir, which, expect):
     tmp.mkdir()
     src = tmp / "broken.c"
     src.write_text(BROKEN)
-    proto = ("(int64_t, const float *, const float *, const float *, const float *, "
-             "float *, int64_t, int64_t)")
-    table = (f"#include <stdint.h>\nvoid mk_ukernel_{which}{proto};\n"
-             f"#define MK_SAN_KERNEL_LIST \\\n"
-             f'    {{ "broken_{which}", "scalar", 2, 2, 1, mk_ukernel_{which}, NULL, 64, 64, 64 }},\n')
-    exe = build_harness(tmp, [], flags=SAN_FLAGS, extra_sources=[(src, [])], table=table)
+    lists = {"sanitize_kernels.inc": f"MK_KERNEL(broken_{which}, scalar, 2, 2, 2, 1, 0)\n",
+             "sanitize_blocking.inc": f"MK_BLOCKING(broken_{which}, 64, 64, 64)\n"}
+    exe = build_harness(tmp, [], flags=SAN_FLAGS, extra_sources=[(src, [])], lists=lists)
     res = subprocess.run([str(exe), "--fuzz", "200", "--seed", "3"], capture_output=True,
                          text=True, env=_san_env(), timeout=300)
     assert res.returncode != 0

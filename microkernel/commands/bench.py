@@ -19,7 +19,7 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(p) -> None:
-    from ..cli import _blocking_arg
+    from .common import blocking_arg
     p.add_argument("--kernel", action="append", help="tile name (repeatable); default: all "
                    "runnable built-ins; the first is the one gemm() is timed with")
     p.add_argument("--kc", type=positive_int, default=256, help="K for the L1 timing (default 256)")
@@ -31,7 +31,7 @@ def add_arguments(p) -> None:
     p.add_argument("--min-time", type=nonneg_float, default=0.02,
                    help="seconds each sample lasts at least (default 0.02)")
     p.add_argument("--peers", help="reference libraries (default: every one installed)")
-    p.add_argument("--blocking", type=_blocking_arg, metavar="kc=N,mc=N,nc=N",
+    p.add_argument("--blocking", type=blocking_arg, metavar="kc=N,mc=N,nc=N",
                    help="override the model's gemm() blocking (any of KC, MC, NC; elements)")
     p.add_argument("--json", metavar="PATH", help="save results (every sample) as JSON")
 

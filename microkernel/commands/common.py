@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import sys
 import tempfile
@@ -14,7 +15,7 @@ import time
 
 from rich.console import Console
 
-__all__ = ["console", "positive_int", "positive_ints", "csv", "nonneg_float",
+__all__ = ["blocking_arg", "console", "positive_int", "positive_ints", "csv", "nonneg_float",
            "fraction", "output_path", "need_matplotlib", "check_threads", "Progress",
            "write_json", "UsageError", "python_command"]
 
@@ -173,3 +174,22 @@ class Progress:
 
     def __exit__(self, *exc):
         self.close()
+
+
+_BLOCKING_ITEM = re.compile(r"(kc|mc|nc)=\+?([0-9]+)", re.ASCII)
+
+
+def blocking_arg(text: str) -> dict[str, int]:
+    """argparse type: ``"kc=384,mc=96"`` -> ``{"kc": 384, "mc": 96}`` (any of kc, mc,
+    nc, each once, in elements)."""
+    out = {}
+    for part in csv(text):
+        item = _BLOCKING_ITEM.fullmatch(part.replace(" ", "").lower())
+        if not item or item[1] in out:
+            out = {}
+            break
+        out[item[1]] = int(item[2])
+    if not out:
+        raise argparse.ArgumentTypeError(
+            f"expected kc=N,mc=N,nc=N (any of them, each once, in elements), got {text!r}")
+    return out

@@ -54,7 +54,7 @@ def parse_contenders(text: str):
     from .. import TileError, get_kernel
     from ..bench import GemmEntry
     from ..build import BuildError
-    from ..cli import _blocking_arg
+    from .common import blocking_arg
     from ..dispatch import IsaUnavailableError
     from ..gemm import blocking_for
     sep = ";" if ";" in text or ":" in text else ","
@@ -66,7 +66,7 @@ def parse_contenders(text: str):
         name, _, source = name.partition("@")
         try:
             kern = get_kernel(name, source=source or None)
-            override = _blocking_arg(blk) if blk else {}
+            override = blocking_arg(blk) if blk else {}
             blocking = blocking_for(kern).replace(**override)
         except (argparse.ArgumentTypeError, ValueError, OSError, BuildError, TileError,
                 IsaUnavailableError) as exc:

@@ -1,0 +1,44 @@
+"""``microkernel probe``: what this CPU and OS can run, its caches, the blocking model's
+choice for the default kernel."""
+from __future__ import annotations
+
+import json
+
+from rich.table import Table
+
+from .common import console
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--json", action="store_true")
+
+
+def run(args) -> int:
+    from ..blocking import model_blocking
+    from ..dispatch import default_tile, usable_isas
+    from ..probe import cli_probe, probe
+    info = probe()
+    spec = default_tile(usable_isas()[-1])
+    nr = spec.nr_at(info.sve_vector_bits) if spec.is_vla else spec.nr
+    blk = model_blocking(spec.mr, nr, info.caches)
+    if args.json:
+        d = info.to_json()
+        d["usable_isas"] = list(usable_isas())
+        d["default_kernel"] = spec.name
+        d["blocking"] = {"mr": spec.mr, "nr": nr, "kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
+                         "why": list(blk.why)}
+        print(json.dumps(d, indent=2))
+        return 0
+    rc = cli_probe(False)
+    con = console()
+    con.print(f"\nusable ISAs (MICROKERNEL_ISA honoured): {', '.join(usable_isas())}")
+    t = Table(title=f"blocking for the default kernel {spec.name} (Low et al. 2016 model)")
+    for col in ("MR", "NR", "KC", "MC", "NC"):
+        t.add_column(col, justify="right")
+    t.add_row(*(str(x) for x in (spec.mr, nr, blk.kc, blk.mc, blk.nc)))
+    con.print(t)
+    for line in blk.why:
+        con.print(f"  {line}")
+    return rc
