@@ -51,7 +51,8 @@ def run(args) -> int:
     for col in rows[0]:
         t.add_column(heads[col], no_wrap=True)
     for r in rows:
-        t.add_row(*("yes" if v is True else "" if v is False else str(v).rsplit("/", 1)[-1]
-                    for v in r.values()))
+        t.add_row(*("yes" if v is True else "" if v is False else
+                    str(v).rsplit("/", 1)[-1] if k == "source" else str(v)
+                    for k, v in r.items()))
     console().print(t)
     return 0
