@@ -273,7 +273,7 @@ def ptxas_resources(kernel, arch: str = "sm_90") -> dict | None:
         with open(src, "w") as f:
             f.write(ptx)
         from .kernel import max_registers
-        cap = max_registers(kernel.tile)
+        cap = max_registers(kernel.tile) if hasattr(kernel.tile, "min_blocks") else None
         extra = [f"-maxrregcount={cap}"] if cap else []
         r = subprocess.run([ptxas, f"-arch={arch}", "-v", *extra, src, "-o",
                             os.path.join(d, "k.cubin")], capture_output=True, text=True)
