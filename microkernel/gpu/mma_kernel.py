@@ -87,6 +87,7 @@ def {name}(A, B, C, K, alpha, beta):
             k0 = it * BK
             for i in range(A_PER):
                 e = tid + i * NT
+{a_guard}
                 r = e // A_CPR
                 c = e % A_CPR
                 gr = row0 + r
@@ -100,6 +101,7 @@ def {name}(A, B, C, K, alpha, beta):
                      A, goff, nb)
             for i in range(B_PER):
                 e = tid + i * NT
+{b_guard}
                 r = e // B_CPR
                 c = e % B_CPR
                 gk = k0 + r
@@ -183,8 +185,14 @@ def source(tile: MmaTile) -> str:
     """The generated kernel source of ``tile`` (Python, compiled by numba)."""
     zero = "\n".join(f"    c{mi}_{ni}_{q} = float32(0.0)" for mi in range(tile.mi)
                      for ni in range(tile.ni) for q in range(4))
+    # a thread whose chunk lies past the slice (threads that do not divide the
+    # chunks) copies chunk 0 again: the same bytes to the same place, harmless
+    ag = ("                if e >= A_CHUNKS:\n                    e = ZERO"
+          if tile.a_chunks % tile.threads else "")
+    bg = ("                if e >= B_CHUNKS:\n                    e = ZERO"
+          if tile.b_chunks % tile.threads else "")
     return _TEMPLATE.format(name=tile.name, zero=zero, compute=_compute_src(tile),
-                            epilogue=_epilogue_src(tile))
+                            epilogue=_epilogue_src(tile), a_guard=ag, b_guard=bg)
 
 
 def build(tile: MmaTile, sim: bool):
@@ -213,7 +221,8 @@ def build(tile: MmaTile, sim: bool):
         "B_STRIDE": u(bl.stride), "B_SH": u(bl.shift), "B_MUL": u(bl.mul), "B_MASK": u(bl.mask),
         "STAGE": u(tile.stage_bytes), "B_BASE": u(-(-al.bytes // 128) * 128),
         "A_CPR": u(tile.bk * tile.esize // 16), "B_CPR": u(tile.bn * tile.esize // 16),
-        "A_PER": u(tile.a_chunks // tile.threads), "B_PER": u(tile.b_chunks // tile.threads),
+        "A_PER": u(tile.a_per), "B_PER": u(tile.b_per),
+        "A_CHUNKS": u(tile.a_chunks), "B_CHUNKS": u(tile.b_chunks),
         "WORDS": tile.smem_bytes // 4, "ZERO": u(0), "ONE": u(1), "TWO": u(2),
         "SIXTEEN": u(16), "ALIGN": None if sim else 128,
     }

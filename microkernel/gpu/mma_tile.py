@@ -88,8 +88,8 @@ class SmemLayout:
 
 def _swizzle_for(row_bytes: int, tf32_b: bool) -> tuple[int, int, int]:
     cpr = row_bytes // 16
-    if tf32_b:
-        return 0, 2, 7
+    if tf32_b:              # the XOR may not leave the row: mask < chunks per row
+        return 0, 2, min(7, cpr - 1)
     if cpr >= 8:
         return 0, 1, 7
     return int(math.log2(8 // cpr)), 1, cpr - 1
@@ -139,8 +139,8 @@ class MmaTile:
     Raises
     ------
     ValueError
-        A bad parameter, more than 1024 threads, staging loads that do not split
-        evenly over the threads, or more than 48 KB of static shared memory.
+        A bad parameter, more than 1024 threads, or more than 48 KB of static
+        shared memory.
     """
     precision: str = "f16"
     wm: int = 64
@@ -168,10 +168,6 @@ class MmaTile:
             raise ValueError(f"smem must be one of {SMEM_MODES}, got {self.smem!r}")
         if self.threads > 1024:
             raise ValueError(f"{self.threads} threads per block > 1024")
-        if self.a_chunks % self.threads or self.b_chunks % self.threads:
-            raise ValueError(f"the {self.bm}x{self.bk} A and {self.bk}x{self.bn} B slices "
-                             f"({self.a_chunks} and {self.b_chunks} 16-byte chunks) must "
-                             f"split evenly over {self.threads} threads")
         if self.smem_bytes > STATIC_SHARED_LIMIT:
             raise ValueError(f"{self.name} needs {self.smem_bytes} bytes of shared memory; "
                              f"static shared memory is limited to {STATIC_SHARED_LIMIT}")
@@ -251,6 +247,16 @@ class MmaTile:
         return self.bk * self.bn * self.esize // 16
 
     @property
+    def a_per(self) -> int:
+        """A chunks per thread per slice (the last round partial when the threads
+        do not divide the chunks)."""
+        return -(-self.a_chunks // self.threads)
+
+    @property
+    def b_per(self) -> int:
+        return -(-self.b_chunks // self.threads)
+
+    @property
     def stage_bytes(self) -> int:
         """One stage: the A slice, then the B slice (each 128-byte aligned)."""
         return _round(self.a_layout.bytes, 128) + _round(self.b_layout.bytes, 128)
@@ -326,9 +332,11 @@ def b_lds32_address(tile: MmaTile, warp_n: int, lane: int, ni: int, kk: int, j: 
 def a_store_address(tile: MmaTile, tid: int, i: int,
                     mode: str | None = None) -> tuple[int, int, int]:
     """(row, 16-byte chunk, byte offset) of the i-th A chunk thread ``tid`` copies
-    with ``cp.async``: chunk e = tid + i*threads, row e // cpr, chunk e % cpr."""
+    with ``cp.async``: chunk e = tid + i*threads (0 past the slice's last chunk),
+    row e // cpr, chunk e % cpr."""
     cpr = tile.bk * tile.esize // 16
     e = tid + i * tile.threads
+    e = e if e < tile.a_chunks else 0
     r, c = e // cpr, e % cpr
     return r, c, tile.a_layout_for(mode or tile.smem).offset(r, c * 16)
 
@@ -338,6 +346,7 @@ def b_store_address(tile: MmaTile, tid: int, i: int,
     """(k row, 16-byte chunk, byte offset) of the i-th B chunk of thread ``tid``."""
     cpr = tile.bn * tile.esize // 16
     e = tid + i * tile.threads
+    e = e if e < tile.b_chunks else 0
     r, c = e // cpr, e % cpr
     return r, c, tile.b_layout_for(mode or tile.smem).offset(r, c * 16)
 
@@ -349,10 +358,11 @@ def requests(tile: MmaTile, warp: int = 0, mode: str | None = None) -> list[bank
     wmi, wni = warp // tile.warps_n, warp % tile.warps_n
     md = mode or tile.smem
     out = []
-    for i in range(tile.a_chunks // tile.threads):
+    # a thread past the last chunk copies chunk 0 again (as the kernel does)
+    for i in range(tile.a_per):
         out.append(banks.Request(f"A cp.async store #{i}", "cp.async16", tuple(
             a_store_address(tile, warp * 32 + ln, i, md)[2] for ln in range(32))))
-    for i in range(tile.b_chunks // tile.threads):
+    for i in range(tile.b_per):
         out.append(banks.Request(f"B cp.async store #{i}", "cp.async16", tuple(
             b_store_address(tile, warp * 32 + ln, i, md)[2] for ln in range(32))))
     for kk in range(tile.ki):
