@@ -53,7 +53,7 @@ def warp_tile_for(fragments: int) -> tuple[int, int]:
         ni = fragments // mi
         if ni % 2:
             continue
-        score = (abs(math.log((16 * mi) / (8 * ni))), -ni)
+        score = (round(abs(math.log((16 * mi) / (8 * ni))), 9), -ni)
         if best is None or score < best[0]:
             best = (score, mi, ni)
     if best is None:
@@ -101,7 +101,7 @@ def _block(precision, mi, ni, warps, smem, bk, stages) -> MmaTile:
     while w <= warps:
         wmn, wnn = w, warps // w
         if wmn * wnn == warps:
-            score = (abs(math.log((wm * wmn) / (wn * wnn))), -wn * wnn)
+            score = (round(abs(math.log((wm * wmn) / (wn * wnn))), 9), -wn * wnn)
             if best is None or score < best[0]:
                 best = (score, wmn, wnn)
         w *= 2
@@ -199,7 +199,8 @@ def mma_port(spec_or_name, precision: str = "f16", *, compile: bool | None = Non
 def _render(rep: dict) -> None:
     from rich.console import Console
     from rich.table import Table
-    con = Console()
+    import sys
+    con = Console(width=None if sys.stdout.isatty() else 132)
     p, t = rep["plan"], rep["plan"]["tile"]
     con.print(f"[bold]port {p['spec']} --mma {p['precision']}[/bold] -> [bold]{t['name']}[/bold]")
     con.print(f"  rule: {p['rule']}")
