@@ -44,8 +44,13 @@ def dtype_name(x) -> str | None:
 
 
 def _is_device(x) -> bool:
-    return hasattr(x, "__cuda_array_interface__") or (
-        hasattr(x, "copy_to_host") and hasattr(x, "shape"))
+    if type(x).__module__.split(".")[0] == "torch":
+        return bool(getattr(x, "is_cuda", False))   # (its interface may raise for bf16)
+    try:
+        return hasattr(x, "__cuda_array_interface__") or (
+            hasattr(x, "copy_to_host") and hasattr(x, "shape"))
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _shape(x, name):
