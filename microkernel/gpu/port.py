@@ -273,7 +273,7 @@ def ptxas_resources(kernel, arch: str = "sm_90") -> dict | None:
         with open(src, "w") as f:
             f.write(ptx)
         from .kernel import max_registers
-        cap = max_registers(kernel.tile)
+        cap = max_registers(kernel.tile) if hasattr(kernel.tile, "min_blocks") else None
         extra = [f"-maxrregcount={cap}"] if cap else []
         r = subprocess.run([ptxas, f"-arch={arch}", "-v", *extra, src, "-o",
                             os.path.join(d, "k.cubin")], capture_output=True, text=True)
@@ -442,7 +442,7 @@ def validate(kernel, cases=VALIDATION_CASES, *, seed: int = 0) -> list:
 
 def add_port_arguments(parser) -> None:
     """Arguments of ``microkernel port``: NAME [--json] [--validate] [--vector-bits B]
-    [--threads T] [--bk K] [--no-compile]."""
+    [--threads T] [--bk K] [--no-compile] [--mma {f16,bf16,tf32} [--smem M] [--stages S]]."""
     parser.add_argument("name", metavar="NAME",
                         help="CPU tile to port, e.g. avx512_8x16, avx2_6x16, sve_8x2v")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -455,6 +455,11 @@ def add_port_arguments(parser) -> None:
     parser.add_argument("--bk", type=int, default=None, help="k depth of a shared stage")
     parser.add_argument("--no-compile", action="store_true",
                         help="estimate only: do not compile (no GPU / ptxas report)")
+    parser.add_argument("--mma", choices=("f16", "bf16", "tf32"), default=None,
+                        help="port to the tensor cores (mma.sync) instead: see gpu/mma_port.py")
+    parser.add_argument("--smem", choices=("swizzle", "pad", "none"), default=None,
+                        help="with --mma: the shared-memory layout (default swizzle)")
+    parser.add_argument("--stages", type=int, default=None, help="with --mma: cp.async stages")
 
 
 def _render(report: dict) -> None:
@@ -519,6 +524,9 @@ def run_port(args) -> int:
     :func:`add_port_arguments`). Prints a rich table, or JSON with ``--json``.
     Returns 0, 1 when validation fails, 2 on a bad tile name or configuration."""
     from ..tile import TileError
+    if getattr(args, "mma", None):
+        from .mma_port import run_mma_port
+        return run_mma_port(args)
     try:
         report = port(args.name, vector_bits=args.vector_bits,
                       compile=False if getattr(args, "no_compile", False) else None,

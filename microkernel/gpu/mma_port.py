@@ -1,0 +1,265 @@
+"""Port a CPU register tile to the tensor cores: ``microkernel port NAME --mma P``.
+
+**The rule.** A CPU micro-kernel keeps MR x NR fp32 accumulators in vector
+registers; the tensor-core port gives *each lane* of a warp as many C values:
+MR*NR accumulators per lane = MR*NR/4 m16n8 fragments (each fragment is 16x8 fp32
+spread as 4 values over the 32 lanes), so the warp tile is 32*MR*NR elements of C,
+as MI x NI fragments (WM = 16*MI rows, WN = 8*NI columns, NI even because B
+fragments are loaded two n8 tiles per ``ldmatrix.x4``), the most nearly square
+such shape (ties: the wider). ``avx512_8x16``: 128 accumulators -> 32 fragments ->
+4 x 8 -> a 64x64 warp tile (4096 = 32 lanes x 128). When the registers (the 4*MI*NI
+accumulators + one k step of fragments + :data:`~microkernel.gpu.mma_tile.REG_OVERHEAD`)
+would pass 255 - 16, the CPU tile is split over 2, 4, ... warps (halving the
+fragment count), as the SIMT port splits a tile over threads.
+
+**The block.** 4 warps (2 x 2) for warp tiles of 2048+ elements, else 8, arranged
+for the most nearly square block tile; BK = 32 (f16/bf16: two k16 steps; tf32: 16,
+two k8 steps, as its rows are twice as wide); as many cp.async stages (4, 3, 2) as
+fit the 48 KB of static shared memory; the XOR swizzle unless asked otherwise.
+
+The report: warp tile, block tile, fragments and accumulators per lane, registers
+(estimated; then compiled: numba's dispatcher on a GPU, else ptxas offline),
+shared memory, occupancy and its limiter (:mod:`microkernel.gpu.occupancy`), and
+the bank-conflict model's wavefronts per request under swizzle, padding and no
+padding (:func:`microkernel.gpu.mma_tile.bank_report`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import warnings
+
+from ..tile import TileSpec
+from .mma_tile import (MmaTile, PRECISIONS, STATIC_SHARED_LIMIT, bank_report,
+                       estimate_regs)
+from .occupancy import SM90, occupancy
+
+__all__ = ["MmaPlan", "plan_mma", "mma_port", "run_mma_port", "warp_tile_for", "RULE"]
+
+RULE = ("accumulators per lane = the CPU tile's MR*NR; fragments per lane-set = MR*NR/4 "
+        "(m16n8, 4 fp32 per lane); warp tile = 16*MI x 8*NI with MI*NI fragments, most "
+        "nearly square, NI even")
+REG_MARGIN = 16
+
+
+def warp_tile_for(fragments: int) -> tuple[int, int]:
+    """(MI, NI) for ``fragments`` m16n8 fragments: NI even, the most nearly square
+    16*MI x 8*NI warp tile, the wider on a tie. ValueError if none exists."""
+    best = None
+    for mi in range(1, fragments + 1):
+        if fragments % mi:
+            continue
+        ni = fragments // mi
+        if ni % 2:
+            continue
+        score = (round(abs(math.log((16 * mi) / (8 * ni))), 9), -ni)
+        if best is None or score < best[0]:
+            best = (score, mi, ni)
+    if best is None:
+        raise ValueError(f"no MI x NI = {fragments} with NI even")
+    return best[1], best[2]
+
+
+@dataclasses.dataclass
+class MmaPlan:
+    spec: str
+    mr: int
+    nr: int
+    precision: str
+    tile: MmaTile
+    warps_per_cpu_tile: int
+    est_regs: int
+    notes: list
+
+    def as_dict(self) -> dict:
+        occ = occupancy(min(self.est_regs, 255), self.tile.threads, self.tile.smem_bytes)
+        return {"spec": self.spec, "mr": self.mr, "nr": self.nr,
+                "cpu_accumulators": self.mr * self.nr, "precision": self.precision,
+                "rule": RULE, "warp_tile": [self.tile.wm, self.tile.wn],
+                "block_tile": [self.tile.bm, self.tile.bn, self.tile.bk],
+                "warps_per_block": self.tile.warps,
+                "fragments_per_lane_set": self.tile.fragments,
+                "accumulators_per_lane": self.tile.accumulators,
+                "warps_per_cpu_tile": self.warps_per_cpu_tile, "tile": self.tile.as_dict(),
+                "est_regs": self.est_regs, "est_occupancy": occ.as_dict(),
+                "notes": list(self.notes)}
+
+
+def _as_spec(s) -> TileSpec:
+    if isinstance(s, TileSpec):
+        return s
+    if isinstance(s, str):
+        return TileSpec.from_name(s)
+    raise TypeError(f"expected a TileSpec or a tile name, got {type(s).__name__}")
+
+
+def _block(precision, mi, ni, warps, smem, bk, stages) -> MmaTile:
+    wm, wn = 16 * mi, 8 * ni
+    best = None
+    w = 1
+    while w <= warps:
+        wmn, wnn = w, warps // w
+        if wmn * wnn == warps:
+            score = (round(abs(math.log((wm * wmn) / (wn * wnn))), 9), -wn * wnn)
+            if best is None or score < best[0]:
+                best = (score, wmn, wnn)
+        w *= 2
+    _, wmn, wnn = best
+    err = None
+    for k in ((bk,) if bk else ((32, 16) if precision != "tf32" else (16, 8))):
+        for s in ((stages,) if stages else (4, 3, 2)):
+            try:
+                return MmaTile(precision, wm, wn, wmn, wnn, k, s, smem)
+            except ValueError as e:
+                err = e
+    raise ValueError(f"no BK/stages fit a {wm * wmn}x{wn * wnn} block: {err}")
+
+
+def plan_mma(spec_or_name, precision: str = "f16", *, vector_bits: int | None = None,
+             warps: int | None = None, bk: int | None = None, stages: int | None = None,
+             smem: str = "swizzle") -> MmaPlan:
+    """The tensor-core kernel for a CPU tile (see the module docstring for the rule).
+
+    Raises ValueError (bad precision, no configuration), TileError (bad name),
+    TypeError (neither a TileSpec nor a str)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    spec = _as_spec(spec_or_name)
+    bits = (vector_bits or 128) if spec.is_vla else None
+    mr, nr = spec.mr, spec.nr_at(bits)
+    acc = mr * nr
+    notes = []
+    frags = -(-acc // 4)
+    if frags * 4 != acc:
+        notes.append(f"{acc} accumulators is not a multiple of 4: rounded up to {frags} "
+                     f"fragments")
+    split = 1
+    while True:
+        f = frags if frags % 2 == 0 or frags == 1 else frags + 1
+        f = max(f, 2)
+        mi, ni = warp_tile_for(f)
+        nw = warps or (4 if 16 * mi * 8 * ni >= 2048 else 8)
+        tile = _block(precision, mi, ni, nw, smem, bk, stages)
+        est = estimate_regs(tile)
+        if est <= SM90.max_regs_per_thread - REG_MARGIN or frags <= 2:
+            break
+        frags = -(-frags // 2)
+        split *= 2
+    if f != frags:
+        notes.append(f"{frags} fragments cannot be MI x NI with NI even: {f} per warp")
+    per = "one warp" if split == 1 else f"{split} warps"
+    notes.append(f"{spec.name} ({mr}x{nr} = {acc} fp32 accumulators{', VL=%d' % bits if bits else ''})"
+                 f" -> {tile.accumulators} per lane = {tile.fragments} m16n8 fragments "
+                 f"({tile.mi} x {tile.ni}) -> warp tile {tile.wm}x{tile.wn} "
+                 f"(32 lanes x {tile.accumulators} = {tile.wm * tile.wn}); the CPU tile is "
+                 f"{per}" + ("" if split == 1 else f": {acc} accumulators would need more "
+                             f"than {SM90.max_regs_per_thread - REG_MARGIN} registers"))
+    notes.append(f"block {tile.bm}x{tile.bn} = {tile.warps_m}x{tile.warps_n} warps, BK={tile.bk} "
+                 f"({tile.ki} k{tile.instr.k} steps), {tile.stages} cp.async stages, "
+                 f"{tile.smem} shared layout, {tile.instr.ptx}")
+    return MmaPlan(spec.name, mr, nr, precision, tile, split, est, notes)
+
+
+def mma_port(spec_or_name, precision: str = "f16", *, compile: bool | None = None,
+             offline: bool = True, **kw) -> dict:
+    """The tensor-core port report (a dict): ``plan``, ``compiled`` (GPU dispatcher
+    or offline ptxas; None when neither is available or ``compile`` is False) with
+    its occupancy, ``banks`` (per shared-memory mode), ``warnings``."""
+    p = plan_mma(spec_or_name, precision, **kw)
+    rep = {"plan": p.as_dict(), "compiled": None, "banks": bank_report(p.tile),
+           "warnings": [], "compile": "skipped" if compile is False else "unavailable"}
+    if compile is not False:
+        from .port import _gpu_available
+        res = None
+        try:
+            from .mma_kernel import kernel_for
+            if _gpu_available():
+                k = kernel_for(p.tile)
+                res = dict(k.resources(), source="numba dispatcher")
+            elif offline:
+                k = kernel_for(p.tile)
+                res = None if k.simulated else k.ptxas()
+        except ImportError:
+            res = None
+        if res is not None:
+            rep["compile"] = res["source"]
+            res["occupancy"] = occupancy(res["regs"], p.tile.threads,
+                                         res["shared_bytes"]).as_dict()
+            res["spills"] = res.get("local_bytes", 0) > 0 or res.get("spill_stores", 0) > 0
+            if res["spills"]:
+                msg = (f"{p.tile.name}: {res.get('local_bytes', 0)} bytes of local memory per "
+                       f"thread (compiled {res['regs']} registers)")
+                rep["warnings"].append(msg)
+                warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            rep["compiled"] = res
+    return rep
+
+
+def _render(rep: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    import sys
+    con = Console(width=None if sys.stdout.isatty() else 132)
+    p, t = rep["plan"], rep["plan"]["tile"]
+    con.print(f"[bold]port {p['spec']} --mma {p['precision']}[/bold] -> [bold]{t['name']}[/bold]")
+    con.print(f"  rule: {p['rule']}")
+    for n in p["notes"]:
+        con.print(f"  {n}")
+    comp = rep.get("compiled")
+    tab = Table(title="tensor-core kernel resources (sm_90)")
+    tab.add_column("")
+    tab.add_column("estimate", justify="right")
+    if comp:
+        tab.add_column(f"compiled ({comp['source']})", justify="right")
+
+    def row(label, est, val=None):
+        tab.add_row(*([label, str(est)] + ([str(val) if val is not None else ""] if comp else [])))
+    row("warp tile (WM x WN)", f"{t['wm']}x{t['wn']}")
+    row("block tile (BM x BN x BK)", f"{t['bm']}x{t['bn']}x{t['bk']}")
+    row("warps / threads per block", f"{t['warps_m'] * t['warps_n']} / {t['threads']}")
+    row("m16n8 fragments per lane-set", t["fragments"])
+    row("fp32 accumulators per lane", t["accumulators"])
+    row("registers per thread", p["est_regs"], comp and comp["regs"])
+    row("local memory per thread (B)", 0, comp and comp.get("local_bytes"))
+    row("shared memory per block (B)", t["smem_bytes"], comp and comp["shared_bytes"])
+    eo = p["est_occupancy"]
+    co = comp["occupancy"] if comp else None
+    row("blocks / warps per SM", f"{eo['blocks_per_sm']} / {eo['warps_per_sm']}",
+        co and f"{co['blocks_per_sm']} / {co['warps_per_sm']}")
+    row("occupancy (limiter)", f"{eo['occupancy']:.0%} ({eo['limiter']})",
+        co and f"{co['occupancy']:.0%} ({co['limiter']})")
+    con.print(tab)
+    if not comp:
+        con.print("  (estimate only: " + ("--no-compile)" if rep["compile"] == "skipped"
+                                          else "no GPU, and no NVVM + ptxas offline)"))
+    bt = Table(title="shared memory: wavefronts per warp request (bank model, 32 x 4 B)")
+    for c in ("layout", "request", "kind", "per slice", "wavefronts", "ideal", "conflicts"):
+        bt.add_column(c, justify="left" if c in ("layout", "request", "kind") else "right")
+    for mode, b in rep["banks"].items():
+        mark = " (kernel)" if mode == t["smem"] else ""
+        for r in b["requests"]:
+            bt.add_row(mode + mark, r["request"], r["kind"], str(r["count"]),
+                       str(r["wavefronts"]), str(r["ideal"]), str(r["conflicts"]))
+    con.print(bt)
+    for w in rep["warnings"]:
+        con.print(f"[bold red]warning:[/bold red] {w}")
+
+
+def run_mma_port(args) -> int:
+    """``microkernel port NAME --mma P`` (see :func:`microkernel.gpu.port.add_port_arguments`).
+    Returns 0, or 2 on a bad tile name or configuration."""
+    from ..tile import TileError
+    try:
+        rep = mma_port(args.name, args.mma, vector_bits=args.vector_bits,
+                       compile=False if getattr(args, "no_compile", False) else None,
+                       smem=getattr(args, "smem", None) or "swizzle",
+                       stages=getattr(args, "stages", None))
+    except (TileError, ValueError, TypeError, ImportError) as e:
+        print(json.dumps({"error": str(e)}) if args.json else f"error: {e}")
+        return 2
+    if args.json:
+        print(json.dumps(rep, indent=2, default=str))
+    else:
+        _render(rep)
+    return 0
