@@ -3,19 +3,39 @@
 Used by setup.py (``cffi_modules=["microkernel/_probe_build.py:ffibuilder"]``) and,
 from a source tree that was never built, by :mod:`microkernel.probe` at run time.
 
-The probe is compiled with baseline flags only (:data:`CFLAGS`): no ``-mavx*``, never
-``-march=native``, since it must run on every CPU of its architecture before anything
-knows what that CPU supports.
+The probe is compiled with baseline flags only (:data:`CFLAGS`), whatever the
+environment says: it must run on every CPU of its architecture before anything knows
+what that CPU supports. setuptools puts the environment's ``CFLAGS`` (say
+``-march=native``, or ``-mavx2``) on the compiler's command line *before* a module's
+``extra_compile_args``, so these come last and win: the last ``-march`` counts, and
+``-mno-sse3`` switches off every vector extension above SSE2 together with those that
+depend on it (SSSE3, SSE4, AVX, AVX2, FMA, F16C, AVX-512: GCC's ISA dependencies),
+the rest explicitly (tests/test_probe_flags.py builds it with a hostile ``CFLAGS`` and
+checks the object and a run under ``qemu-x86_64 -cpu Nehalem``).
 """
 from __future__ import annotations
 
 import pathlib
+import platform
 
 import cffi
 
 MODULE_NAME = "microkernel._probe"
 C_SRC = pathlib.Path(__file__).resolve().parent.parent / "c_src"
-CFLAGS: tuple[str, ...] = ("-O2",)
+
+_MACHINE = platform.machine().lower()
+if _MACHINE in ("x86_64", "amd64"):
+    BASELINE: tuple[str, ...] = (
+        "-march=x86-64", "-mtune=generic", "-mno-sse3", "-mno-avx", "-mno-popcnt",
+        "-mno-bmi", "-mno-bmi2", "-mno-lzcnt", "-mno-movbe", "-mno-xsave", "-mno-aes",
+        "-mno-pclmul", "-mno-sha", "-mno-adx", "-mno-rdrnd", "-mno-rdseed", "-mno-f16c",
+        "-mno-fma")
+elif _MACHINE in ("aarch64", "arm64"):
+    BASELINE = ("-march=armv8-a",)
+else:
+    BASELINE = ()
+#: every flag of the probe's compile: optimisation plus the architecture's baseline
+CFLAGS: tuple[str, ...] = ("-O2",) + BASELINE
 
 #: The C declarations cffi sees: mirrors c_src/probe.h.
 CDEF = """

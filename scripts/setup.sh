@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up microkernel on a fresh machine (Python 3.10+ and a C compiler):
 #   - a virtual environment in .venv with the package (editable) and its extras;
-#   - with --cross: the aarch64 cross compiler and qemu-user from Debian/Ubuntu
-#     packages (needs root or sudo), for `microkernel cross` and its tests.
+#   - with --cross: the aarch64 cross compiler, qemu-user and llvm (llvm-mca) from
+#     Debian/Ubuntu packages (needs root or sudo), for `microkernel cross`, `asm` and the
+#     predicted sweep, and their tests.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,7 @@ if [ "$cross" = 1 ]; then
   [ -f /usr/aarch64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-arm64-cross)
   command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
   command -v qemu-x86_64 >/dev/null || need+=(qemu-user)
+  command -v llvm-mca >/dev/null || ls /usr/bin/llvm-mca-* >/dev/null 2>&1 || need+=(llvm)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
