@@ -68,6 +68,49 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 #error "MK_C_ALIGN must be 0 or a power of two (bytes)"
 #endif
 
+/* Types. A typed tile's module (microkernel.dtypes, kernel.py) defines, before this file:
+ *   MK_SA, MK_SB    element types of the caller's A and B (float; uint16_t for the bits
+ *                   of bf16 and fp16; int8_t; uint8_t)
+ *   MK_TA, MK_TB    element types of the packed panels, what the micro-kernel reads
+ *                   (mk_ukernel.h), and MK_CVT_A(x), MK_CVT_B(x): one source element to
+ *                   one panel element (a widening kernel converts while it packs)
+ *   MK_GA, MK_GB    K groups of the panel layouts (mk_ukernel.h): 2 for pairs along K
+ *                   (AVX512-BF16, AMX's B, vpmaddwd), 4 for VNNI's int8 quads, 32 or
+ *                   64 for an AMX A row of 64 bytes
+ *   MK_TC           C, alpha and beta: float, or int32_t (integer arithmetic wraps,
+ *                   done in uint32_t: no signed-overflow UB)
+ * MK_TYPED is then 1: the fp32-only paths (the GEMV kernels, the in-register transposes
+ * of the packing, the C^T = B^T A^T swap that assumes A and B of one type) are off. */
+#ifndef MK_SA
+#define MK_SA float
+#endif
+#ifndef MK_SB
+#define MK_SB float
+#endif
+#ifndef MK_GA
+#define MK_GA 1
+#endif
+#ifndef MK_GB
+#define MK_GB 1
+#endif
+#ifndef MK_CVT_A
+#define MK_CVT_A(x) (x)
+#endif
+#ifndef MK_CVT_B
+#define MK_CVT_B(x) (x)
+#endif
+#ifndef MK_TYPED
+#define MK_TYPED 0
+#endif
+/* the K group both panels share (packing pads kc to a multiple of it with zeros) */
+#define MK_G ((MK_GA) > (MK_GB) ? (MK_GA) : (MK_GB))
+#if MK_G % MK_GA != 0 || MK_G % MK_GB != 0
+#error "MK_GA and MK_GB must divide the larger of them"
+#endif
+#ifndef MK_DRIVER_NAME
+#define MK_DRIVER_NAME mk_gemm_driver
+#endif
+
 #ifdef MK_UKERNEL
 #define MK_CALL_UKERNEL(uk, ...) MK_UKERNEL(__VA_ARGS__)
 #else
@@ -77,7 +120,7 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 /* ---- per-calling-thread workspace ------------------------------------------------ */
 
 typedef struct {
-    float *buf;
+    void *buf;
     size_t bytes;
 } mk_workspace;
 
@@ -95,8 +138,8 @@ static void mk_ws_destroy(void *p)
 
 static void mk_ws_key_init(void) { pthread_key_create(&mk_ws_key, mk_ws_destroy); }
 
-/* A 64-byte-aligned buffer of at least `floats` floats, reused across calls. */
-static float *mk_ws_get(size_t floats)
+/* A 64-byte-aligned buffer of at least `bytes` bytes, reused across calls. */
+static void *mk_ws_get(size_t need)
 {
     pthread_once(&mk_ws_once, mk_ws_key_init);
     mk_workspace *ws = (mk_workspace *)pthread_getspecific(mk_ws_key);
@@ -107,10 +150,10 @@ static float *mk_ws_get(size_t floats)
             return NULL;
         }
     }
-    size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
+    size_t bytes = (need + 63) & ~(size_t)63;
     if (bytes > ws->bytes) {
         free(ws->buf);
-        ws->buf = (float *)aligned_alloc(64, bytes);
+        ws->buf = aligned_alloc(64, bytes);
         ws->bytes = ws->buf ? bytes : 0;
     }
     return ws->buf;
@@ -158,6 +201,7 @@ static int64_t mk_balance(int64_t total, int64_t blk, int64_t unit)
  * panel absorb the final overrun.
  */
 enum { MK_PACK_SLACK = 8 };
+#if !MK_TYPED
 
 typedef float mk_v8 __attribute__((vector_size(32)));
 typedef int32_t mk_v8i __attribute__((vector_size(32)));
@@ -294,16 +338,61 @@ static void mk_pack_block(int64_t width, int64_t kc, const float *x, int64_t s_l
     for (int64_t l = full * w; l < width; l += w)
         mk_pack_panel(mk_min(w, width - l), kc, x + l * s_l, s_l, s_k, w, dst + l * kc);
 }
+#endif
+
+#if !MK_TYPED
+#define mk_pack_a mk_pack_block
+#define mk_pack_b mk_pack_block
+#else
+/* Typed panels: a block of `width` lines (w per micro-panel, the last zero-padded) of
+ * kc k-steps, converted element by element (MK_CVT_*), in K groups of g:
+ * dst[(k/g)*w*g + l*g + k%g] = X(line l, k), with zeros past kc up to kcp (a multiple
+ * of g) and past the last line. The loops read the source along its contiguous axis
+ * (K when s_k == 1, the lines when s_l == 1). No overrun: MK_PACK_SLACK is unused. */
+#define MK_DEFINE_PACK(name, SRC, DST, G, CVT)                                           \
+static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s_l,     \
+                 int64_t s_k, int64_t w, DST *restrict dst)                             \
+{                                                                                        \
+    for (int64_t l0 = 0; l0 < width; l0 += w) {                                          \
+        const int64_t wcur = mk_min(w, width - l0);                                      \
+        DST *restrict d = dst + l0 * kcp;                                                \
+        const SRC *xs = x + l0 * s_l;                                                    \
+        if (s_k == 1) {                                                                  \
+            for (int64_t l = 0; l < wcur; ++l)                                           \
+                for (int64_t k = 0; k < kc; ++k)                                         \
+                    d[(k / (G)) * w * (G) + l * (G) + k % (G)] = CVT(xs[l * s_l + k]);   \
+        } else {                                                                         \
+            for (int64_t k = 0; k < kc; ++k)                                             \
+                for (int64_t l = 0; l < wcur; ++l)                                       \
+                    d[(k / (G)) * w * (G) + l * (G) + k % (G)] = CVT(xs[l * s_l + k * s_k]); \
+        }                                                                                \
+        for (int64_t k = 0; k < kcp; ++k)                                                \
+            for (int64_t l = (k < kc ? wcur : 0); l < w; ++l)                            \
+                d[(k / (G)) * w * (G) + l * (G) + k % (G)] = (DST)0;                     \
+    }                                                                                    \
+}
+MK_DEFINE_PACK(mk_pack_a, MK_SA, MK_TA, MK_GA, MK_CVT_A)
+MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B)
+#undef MK_DEFINE_PACK
+#endif
 
 /* ---- C updates ---------------------------------------------------------------------- */
 
+/* e + beta * c in C's type: fp32 arithmetic, or int32 arithmetic that wraps (done in
+ * uint32_t, so a result past int32 wraps as two's complement with no UB). */
+#if MK_TYPED
+#define MK_AXPBY(e, beta, c) ((MK_TC)((uint32_t)(e) + (uint32_t)(beta) * (uint32_t)(c)))
+#else
+#define MK_AXPBY(e, beta, c) ((e) + (beta) * (c))
+#endif
+
 /* C := beta * C (beta == 0 writes zeros without reading C). */
-static void mk_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t rs_c, int64_t cs_c)
+static void mk_scale_c(int64_t m, int64_t n, MK_TC beta, MK_TC *c, int64_t rs_c, int64_t cs_c)
 {
     for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
-            float *p = c + i * rs_c + j * cs_c;
-            *p = beta == 0.0f ? 0.0f : beta * *p;
+            MK_TC *p = c + i * rs_c + j * cs_c;
+            *p = beta == 0 ? (MK_TC)0 : MK_AXPBY(0, beta, *p);
         }
 }
 
@@ -312,8 +401,8 @@ static void mk_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t rs_c,
  * several vectors per row), else into the MR x NR edge buffer, merged into the
  * mcur x ncur corner of C. */
 static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64_t kc,
-                    const float *alpha, const float *ap, const float *bp,
-                    const float *beta, float *c, int64_t rs_c, int64_t cs_c, float *edge)
+                    const MK_TC *alpha, const MK_TA *ap, const MK_TB *bp,
+                    const MK_TC *beta, MK_TC *c, int64_t rs_c, int64_t cs_c, MK_TC *edge)
 {
     const int64_t nr = MK_TILE_NR(uk);
     if (mcur == MK_TILE_MR(uk) && ncur == nr) {
@@ -324,12 +413,12 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
         uk->edge(mcur, ncur, kc, alpha, ap, bp, beta, c, rs_c, cs_c);
         return;
     }
-    const float zero = 0.0f;
+    const MK_TC zero = 0;
     MK_CALL_UKERNEL(uk, kc, alpha, ap, bp, &zero, edge, nr, 1);
     for (int64_t i = 0; i < mcur; ++i)
         for (int64_t j = 0; j < ncur; ++j) {
-            float *p = c + i * rs_c + j * cs_c;
-            *p = *beta == 0.0f ? edge[i * nr + j] : edge[i * nr + j] + *beta * *p;
+            MK_TC *p = c + i * rs_c + j * cs_c;
+            *p = *beta == 0 ? edge[i * nr + j] : MK_AXPBY(edge[i * nr + j], *beta, *p);
         }
 }
 
@@ -348,6 +437,7 @@ static int mk_my_share(int64_t units, int64_t *lo, int64_t *hi)
     return t;
 }
 
+#if !MK_TYPED
 /* ---- matrix-vector (n == 1) --------------------------------------------------------- */
 
 /* y[r] := sum_p A(r, p) x(p) for `rows` (<= 4) rows of a row-contiguous A (row r at
@@ -468,6 +558,7 @@ static void mk_gemv(int64_t m, int64_t k, float alpha, const float *a, int64_t r
         }
     }
 }
+#endif
 
 /* Column of panel jp within an NC block whose first panel is w0 wide (w0 > 0: the
  * narrow first panel of MK_C_ALIGN; else every panel is nr wide), and its width in a
@@ -485,14 +576,14 @@ static inline int64_t mk_panel_width(int64_t jp, int64_t w0, int64_t nr, int64_t
 /* The five loops of one GEMM (or of one thread's slice of it), serial, with its own
  * packing buffers. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
-                     int64_t mc_blk, int64_t nc_blk, int64_t kc_blk, float alpha,
-                     const float *a, int64_t rs_a, int64_t cs_a,
-                     const float *b, int64_t rs_b, int64_t cs_b, float beta,
-                     float *c, int64_t rs_c, int64_t cs_c,
-                     float *a_pack, float *b_pack, float *edge)
+                     int64_t mc_blk, int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
+                     const MK_SA *a, int64_t rs_a, int64_t cs_a,
+                     const MK_SB *b, int64_t rs_b, int64_t cs_b, MK_TC beta,
+                     MK_TC *c, int64_t rs_c, int64_t cs_c,
+                     MK_TA *a_pack, MK_TB *b_pack, MK_TC *edge)
 {
     const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
-    const float one = 1.0f;
+    const MK_TC one = 1;
     /* lead: columns of C before its first MK_C_ALIGN boundary (see MK_C_ALIGN); they
      * form a narrow first panel (w0 wide) of the first NC block */
     int64_t lead = 0;
@@ -510,22 +601,36 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
         const int64_t npanels = (w0 > 0) + (nc - w0 + nr - 1) / nr;
         for (int64_t pc = 0; pc < k; pc += kc_blk) {
             const int64_t kc = mk_min(kc_blk, k - pc);
-            const float *beta_p = pc == 0 ? &beta : &one;
+            const MK_TC *beta_p = pc == 0 ? &beta : &one;
+#if MK_TYPED
+            /* the micro-kernel's depth: kc padded to the K group with zeros */
+            const int64_t kcp = mk_round_up(kc, MK_G);
+            if (w0 > 0)
+                mk_pack_b(w0, kc, kcp, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
+            mk_pack_b(nc - w0, kc, kcp, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
+                      b_pack + (w0 > 0 ? nr * kcp : 0));
+#else
+            const int64_t kcp = kc;
             if (w0 > 0)
                 mk_pack_block(w0, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
             mk_pack_block(nc - w0, kc, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
                           b_pack + (w0 > 0 ? nr * kc : 0));
+#endif
             for (int64_t ic = 0; ic < m; ic += mc_blk) {
                 const int64_t mc = mk_min(mc_blk, m - ic);
                 const int64_t mpanels = (mc + mr - 1) / mr;
+#if MK_TYPED
+                mk_pack_a(mc, kc, kcp, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
+#else
                 mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
+#endif
                 for (int64_t jp = 0; jp < npanels; ++jp) {
                     const int64_t j = mk_panel_col(jp, w0, nr);
                     const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
                         const int64_t i = ip * mr;
-                        mk_tile(uk, mk_min(mr, mc - i), ncur, kc, &alpha,
-                                a_pack + i * kc, b_pack + jp * nr * kc, beta_p,
+                        mk_tile(uk, mk_min(mr, mc - i), ncur, kcp, &alpha,
+                                a_pack + i * kcp, b_pack + jp * nr * kcp, beta_p,
                                 c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
                     }
                 }
@@ -545,23 +650,26 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
  * blocking or descriptor) or MK_ENOMEM (workspace allocation failed).
  * nthreads > 1 splits N (else M) between an OpenMP team when built with -fopenmp.
  */
-int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
-                   int64_t m, int64_t n, int64_t k, float alpha,
-                   const float *a, int64_t rs_a, int64_t cs_a,
-                   const float *b, int64_t rs_b, int64_t cs_b,
-                   float beta, float *c, int64_t rs_c, int64_t cs_c, int nthreads)
+int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
+                   int64_t m, int64_t n, int64_t k, MK_TC alpha,
+                   const MK_SA *a, int64_t rs_a, int64_t cs_a,
+                   const MK_SB *b, int64_t rs_b, int64_t cs_b,
+                   MK_TC beta, MK_TC *c, int64_t rs_c, int64_t cs_c, int nthreads)
 {
     if (m < 0 || n < 0 || k < 0 || !uk || uk->mr < 1 || uk->nr < 1 || !blk
         || blk->kc < 1 || blk->mc < 1 || blk->nc < 1)
         return MK_EINVAL;
     if (m == 0 || n == 0)
         return MK_OK;
-    if (k == 0 || alpha == 0.0f) {
+    if (k == 0 || alpha == 0) {
         mk_scale_c(m, n, beta, c, rs_c, cs_c);
         return MK_OK;
     }
+#if !MK_TYPED
     /* The micro-kernel's fast path wants unit column stride in C. When C's rows are
-     * unit-stride instead (column-major C), compute C^T = B^T A^T. */
+     * unit-stride instead (column-major C), compute C^T = B^T A^T. (Typed tiles keep
+     * A and B in their places: their types and K groups differ; the micro-kernel's
+     * general-stride store takes column-major C.) */
     if ((m == 1 && n > 1)                 /* a row of C: the GEMV below wants a column */
         || (n > 1 && cs_c != 1
             && (rs_c == 1 || (rs_c < 0 ? -rs_c : rs_c) < (cs_c < 0 ? -cs_c : cs_c)))) {
@@ -576,14 +684,20 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
                                              NR-1 of its NR columns */
         if (nthreads < 1)
             nthreads = 1;
-        float *ws = mk_ws_get((size_t)k + (size_t)m + 32);
+        float *ws = (float *)mk_ws_get(((size_t)k + (size_t)m + 32) * sizeof(float));
         if (!ws)
             return MK_ENOMEM;
         mk_gemv(m, k, alpha, a, rs_a, cs_a, b, rs_b, beta, c, rs_c, ws, ws + k, nthreads);
         return MK_OK;
     }
+#endif
     const int64_t mr = uk->mr, nr = uk->nr;
+#if MK_TYPED
+    /* KC blocks: multiples of the K group (and of 8 when they are balanced) */
+    const int64_t kc_blk = mk_balance(k, mk_round_up(blk->kc, MK_G), MK_G > 8 ? MK_G : 8);
+#else
     const int64_t kc_blk = mk_balance(k, blk->kc, 8);
+#endif
     const int64_t mc_blk = mk_balance(m, blk->mc < mr ? mr : blk->mc - blk->mc % mr, mr);
     const int64_t nc_blk = mk_balance(n, blk->nc < nr ? nr : blk->nc - blk->nc % nr, nr);
     if (nthreads < 1)
@@ -603,15 +717,15 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
     }
     if (nthreads > units)
         nthreads = (int)units;
-    /* each packed block is followed by the packing's slack, rounded to keep 64-byte
-     * alignment */
-    const size_t a_floats = (size_t)mk_round_up(mc_blk * kc_blk + MK_PACK_SLACK, 16);
-    /* MK_C_ALIGN's narrow first panel takes one more panel of B */
-    const size_t b_floats = (size_t)mk_round_up(
-        kc_blk * (nc_blk + (MK_C_ALIGN > 0 ? nr : 0)) + MK_PACK_SLACK, 16);
-    const size_t edge_floats = (size_t)mk_round_up(mr * nr, 16);
-    const size_t per_thread = a_floats + b_floats + edge_floats;
-    float *ws = mk_ws_get(per_thread * (size_t)nthreads);
+    /* each packed block (bytes) is followed by the packing's slack, rounded to keep
+     * 64-byte alignment; MK_C_ALIGN's narrow first panel takes one more panel of B */
+    const size_t a_bytes = (size_t)mk_round_up(
+        (mc_blk * kc_blk + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
+    const size_t b_bytes = (size_t)mk_round_up(
+        (kc_blk * (nc_blk + (MK_C_ALIGN > 0 ? nr : 0)) + MK_PACK_SLACK) * (int64_t)sizeof(MK_TB), 64);
+    const size_t edge_bytes = (size_t)mk_round_up(mr * nr * (int64_t)sizeof(MK_TC), 64);
+    const size_t per_thread = a_bytes + b_bytes + edge_bytes;
+    char *ws = (char *)mk_ws_get(per_thread * (size_t)nthreads);
     if (!ws)
         return MK_ENOMEM;
 
@@ -619,19 +733,22 @@ int mk_gemm_driver(const mk_ukernel_desc *uk, const mk_blocking *blk,
     {
         int64_t lo, hi;
         const int t = mk_my_share(units, &lo, &hi);
-        float *mine = ws + per_thread * (size_t)t;
+        char *mine = ws + per_thread * (size_t)t;
+        MK_TA *a_pack = (MK_TA *)mine;
+        MK_TB *b_pack = (MK_TB *)(mine + a_bytes);
+        MK_TC *edge = (MK_TC *)(mine + a_bytes + b_bytes);
         if (split_n) {
             const int64_t j0 = lo * nr, j1 = mk_min(n, hi * nr);
             if (j1 > j0)
                 mk_loops(uk, m, j1 - j0, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a,
                          b + j0 * cs_b, rs_b, cs_b, beta, c + j0 * cs_c, rs_c, cs_c,
-                         mine, mine + a_floats, mine + a_floats + b_floats);
+                         a_pack, b_pack, edge);
         } else {
             const int64_t i0 = lo * mr, i1 = mk_min(m, hi * mr);
             if (i1 > i0)
                 mk_loops(uk, i1 - i0, n, k, mc_blk, nc_blk, kc_blk, alpha, a + i0 * rs_a, rs_a,
                          cs_a, b, rs_b, cs_b, beta, c + i0 * rs_c, rs_c, cs_c,
-                         mine, mine + a_floats, mine + a_floats + b_floats);
+                         a_pack, b_pack, edge);
         }
     }
     return MK_OK;

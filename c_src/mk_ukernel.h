@@ -28,17 +28,32 @@
 #define MK_UKERNEL_H
 #include <stdint.h>
 
-typedef void (*mk_ukernel_fn)(int64_t kc, const float *alpha, const float *a,
-                              const float *b, const float *beta, float *c,
+/* Element types of a typed tile (microkernel.dtypes; docs/naming.md): the packed panels
+ * of A and B (MK_TA, MK_TB) and C with alpha and beta (MK_TC). A typed kernel module
+ * defines them before including this header; the default is fp32 throughout. A typed
+ * micro-kernel reads K in groups (MK_GA, MK_GB in driver.c): element (line l, k) of a
+ * panel of w lines at [(k / g) * w * g + l * g + k % g], kc a multiple of the group. */
+#ifndef MK_TA
+#define MK_TA float
+#endif
+#ifndef MK_TB
+#define MK_TB float
+#endif
+#ifndef MK_TC
+#define MK_TC float
+#endif
+
+typedef void (*mk_ukernel_fn)(int64_t kc, const MK_TC *alpha, const MK_TA *a,
+                              const MK_TB *b, const MK_TC *beta, MK_TC *c,
                               int64_t rs_c, int64_t cs_c);
 
 /* Optional edge micro-kernel: the same update on the top-left m x n corner only
  * (1 <= m <= MR, 1 <= n <= NR), e.g. with SVE predicates, or on x86 computing only
  * ceil(n / lanes) vectors per row; the panels are still full MR/NR wide
  * (zero-padded). NULL: the driver goes through its MR x NR buffer instead. */
-typedef void (*mk_ukernel_edge_fn)(int64_t m, int64_t n, int64_t kc, const float *alpha,
-                                   const float *a, const float *b, const float *beta,
-                                   float *c, int64_t rs_c, int64_t cs_c);
+typedef void (*mk_ukernel_edge_fn)(int64_t m, int64_t n, int64_t kc, const MK_TC *alpha,
+                                   const MK_TA *a, const MK_TB *b, const MK_TC *beta,
+                                   MK_TC *c, int64_t rs_c, int64_t cs_c);
 
 typedef struct {
     int64_t mr;             /* rows of the register tile */

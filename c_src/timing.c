@@ -14,26 +14,36 @@ static double mk_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Panel values for the timing: small and non-zero (never time on zeros). A typed
+ * module whose panel elements are not float (bf16 / fp16 bit patterns, integers)
+ * defines MK_FILL_A(i) and MK_FILL_B(i) for its types. */
+#ifndef MK_FILL_A
+#define MK_FILL_A(i) ((MK_TA)(1e-3f * (float)((i) % 7)))
+#endif
+#ifndef MK_FILL_B
+#define MK_FILL_B(i) ((MK_TB)(1e-3f * (float)((i) % 5)))
+#endif
+
 /* Seconds taken by `reps` back-to-back calls of the micro-kernel on one packed
  * MR x kc panel of A and kc x NR panel of B (both 64-byte aligned, hot in L1 for
- * kc*(MR+NR)*4 bytes <= L1), with alpha = 1 and beta = 1 (C is loaded and stored
- * each call, as inside the GEMM). Returns a negative value if allocation fails.
- * Flops done: 2 * MR * NR * kc * reps. */
+ * kc*(MR+NR)*element bytes <= L1), with alpha = 1 and beta = 1 (C is loaded and stored
+ * each call, as inside the GEMM). kc must be a multiple of the tile's K group.
+ * Returns a negative value if allocation fails. Flops done: 2 * MR * NR * kc * reps. */
 double mk_time_ukernel_desc(const mk_ukernel_desc *uk, int64_t kc, int64_t reps)
 {
     const int64_t mr = uk->mr, nr = uk->nr;
     size_t na = (size_t)(mr * (kc ? kc : 1)), nb = (size_t)(nr * (kc ? kc : 1)), ncc = (size_t)(mr * nr);
-    float *a = (float *)aligned_alloc(64, (na * 4 + 63) & ~(size_t)63);
-    float *b = (float *)aligned_alloc(64, (nb * 4 + 63) & ~(size_t)63);
-    float *c = (float *)aligned_alloc(64, (ncc * 4 + 63) & ~(size_t)63);
+    MK_TA *a = (MK_TA *)aligned_alloc(64, (na * sizeof(MK_TA) + 63) & ~(size_t)63);
+    MK_TB *b = (MK_TB *)aligned_alloc(64, (nb * sizeof(MK_TB) + 63) & ~(size_t)63);
+    MK_TC *c = (MK_TC *)aligned_alloc(64, (ncc * sizeof(MK_TC) + 63) & ~(size_t)63);
     if (!a || !b || !c) {
         free(a); free(b); free(c);
         return -1.0;
     }
-    for (size_t i = 0; i < na; ++i) a[i] = 1e-3f * (float)(i % 7);
-    for (size_t i = 0; i < nb; ++i) b[i] = 1e-3f * (float)(i % 5);
-    for (size_t i = 0; i < ncc; ++i) c[i] = 0.0f;
-    const float alpha = 1.0f, beta = 1.0f;
+    for (size_t i = 0; i < na; ++i) a[i] = MK_FILL_A(i);
+    for (size_t i = 0; i < nb; ++i) b[i] = MK_FILL_B(i);
+    for (size_t i = 0; i < ncc; ++i) c[i] = 0;
+    const MK_TC alpha = 1, beta = 1;
     for (int w = 0; w < 16; ++w)
         uk->ukernel(kc, &alpha, a, b, &beta, c, nr, 1);
     double t0 = mk_now();

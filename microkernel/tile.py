@@ -44,25 +44,38 @@ class IsaInfo:
     fma_latency: int
     fma_units: int
     cflags: tuple[str, ...]  # compiler flags for this ISA's module only
+    #: input types (microkernel.dtypes) this ISA's tiles may take; an fp32 FMA ISA takes
+    #: bf16 and fp16 by widening them to fp32 while packing
+    types: tuple[str, ...] = ("f32", "bf16", "f16")
+    #: the types a tile name without a types field means (None: the name must say)
+    implied: str | None = "f32"
 
+
+_INT_TYPES = ("s8s8", "u8s8", "u8u8")
 
 ISAS: dict[str, IsaInfo] = {
-    "scalar": IsaInfo("scalar", "any", 1, 16, 4, 2, ()),
-    "avx2": IsaInfo("avx2", "x86_64", 8, 16, 4, 2, ("-mavx2", "-mfma")),
+    "scalar": IsaInfo("scalar", "any", 1, 16, 4, 2, (),
+                      types=("f32", "bf16", "f16") + _INT_TYPES),
+    "avx2": IsaInfo("avx2", "x86_64", 8, 16, 4, 2, ("-mavx2", "-mfma"),
+                    types=("f32", "bf16", "f16") + _INT_TYPES),
     "avx512": IsaInfo("avx512", "x86_64", 16, 32, 4, 2,
-                      ("-mavx512f", "-mavx512vl", "-mavx512dq", "-mavx512bw", "-mavx2", "-mfma")),
-    "neon": IsaInfo("neon", "aarch64", 4, 32, 4, 2, ("-march=armv8-a",)),
-    "sve": IsaInfo("sve", "aarch64", None, 32, 4, 2, ("-march=armv8.2-a+sve",)),
+                      ("-mavx512f", "-mavx512vl", "-mavx512dq", "-mavx512bw", "-mavx2", "-mfma"),
+                      types=("f32", "bf16", "f16") + _INT_TYPES),
+    "neon": IsaInfo("neon", "aarch64", 4, 32, 4, 2, ("-march=armv8-a",), types=("f32",)),
+    "sve": IsaInfo("sve", "aarch64", None, 32, 4, 2, ("-march=armv8.2-a+sve",), types=("f32",)),
 }
 
 DEFAULT_K_UNROLL = 1  # u2/u4 made GCC 12 -O3 spill near-full tiles (microkernel asm; see docs)
 
-_NAME_RE = re.compile(r"^(?P<isa>[a-z0-9]+)_(?P<mr>\d+)x(?P<nr>\d+)(?P<v>v?)(?:_u(?P<ku>\d+))?$")
+#: the types field of a name (microkernel.dtypes.TYPES, f32 aside: it is never written)
+_TYPES_RE = "bf16|f16h|f16|s8s8|u8s8|u8u8"
+_NAME_RE = re.compile(rf"^(?P<isa>[a-z0-9]+)(?:_(?P<types>{_TYPES_RE}))?_(?P<mr>\d+)x(?P<nr>\d+)"
+                      r"(?P<v>v?)(?:_u(?P<ku>\d+))?$")
 
 
 @dataclasses.dataclass(frozen=True)
 class TileSpec:
-    """One fp32 register tile for one ISA.
+    """One register tile for one ISA and one set of input types.
 
     Parameters
     ----------
@@ -76,28 +89,42 @@ class TileSpec:
     k_unroll : int
         Copies of the k-step body in the inner loop (default 1: with 2 or 4, GCC 12 -O3
         spilled near-full tiles such as avx2_6x16 to the stack; `microkernel asm` shows it).
+    types : str
+        Input types (a key of :data:`microkernel.dtypes.TYPES`: ``f32``, ``bf16``,
+        ``f16``, ``f16h``, ``s8s8``, ``u8s8``, ``u8u8``); default: the ISA's implied
+        types (``f32`` for the fp32 FMA ISAs). The accumulator and C types follow
+        from it (:mod:`microkernel.dtypes`).
 
     Raises
     ------
     TileError
-        Unknown ISA, non-positive sizes, NR not a multiple of the ISA's lanes, or a
-        tile whose accumulators cannot fit the vector register file.
+        Unknown ISA, types the ISA does not take, non-positive sizes, NR not a
+        multiple of the ISA's lanes, or a tile whose accumulators cannot fit the
+        register file.
     """
     isa: str
     mr: int
     nr: int
     k_unroll: int = DEFAULT_K_UNROLL
-    dtype: str = "f32"
+    types: str | None = None
 
     def __post_init__(self):
         if self.isa not in ISAS:
             raise TileError(f"unknown ISA {self.isa!r}; valid ISAs: {', '.join(ISAS)}")
+        info = ISAS[self.isa]
+        if self.types is None:
+            if info.implied is None:
+                raise TileError(f"{self.isa} tiles name their input types "
+                                f"({', '.join(info.types)}), e.g. {self.isa}_{info.types[0]}_"
+                                f"{self.mr}x{self.nr}")
+            object.__setattr__(self, "types", info.implied)
+        if self.types not in info.types:
+            raise TileError(f"{self.isa} tiles take the input types {', '.join(info.types)}, "
+                            f"not {self.types!r}")
         for field in ("mr", "nr", "k_unroll"):
             v = getattr(self, field)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise TileError(f"{field} must be a positive integer, got {v!r}")
-        if self.dtype != "f32":
-            raise TileError(f"only dtype 'f32' is supported, got {self.dtype!r}")
         lanes = self.info.lanes
         if lanes is not None and self.nr % lanes:
             raise TileError(
@@ -117,10 +144,13 @@ class TileSpec:
     # -- names ------------------------------------------------------------------
     @property
     def name(self) -> str:
-        """``<isa>_<MR>x<NR>`` (``v`` suffix: NR in vectors), ``_u<k>`` if unroll != 1."""
+        """``<isa>[_<types>]_<MR>x<NR>`` (``v`` suffix: NR in vectors), ``_u<k>`` if
+        unroll != 1; the types field only when the ISA does not imply them
+        (docs/naming.md)."""
         suffix = "v" if self.is_vla else ""
         unroll = "" if self.k_unroll == DEFAULT_K_UNROLL else f"_u{self.k_unroll}"
-        return f"{self.isa}_{self.mr}x{self.nr}{suffix}{unroll}"
+        types = "" if self.types == self.info.implied else f"_{self.types}"
+        return f"{self.isa}{types}_{self.mr}x{self.nr}{suffix}{unroll}"
 
     @classmethod
     def from_name(cls, name: str) -> "TileSpec":
@@ -131,8 +161,10 @@ class TileSpec:
         m = _NAME_RE.match(name)
         if not m:
             raise TileError(
-                f"bad tile name {name!r}: expected <isa>_<MR>x<NR> (e.g. avx512_8x16) "
-                f"or sve_<MR>x<N>v; ISAs: {', '.join(ISAS)}")
+                f"bad tile name {name!r}: expected <isa>[_<types>]_<MR>x<NR>[_u<K>] (e.g. "
+                f"avx512_8x16, avx2_bf16_4x24, scalar_s8s8_4x4) or sve_<MR>x<N>v; ISAs: "
+                f"{', '.join(ISAS)}; types: {_TYPES_RE.replace('|', ', ')} (f32 is never "
+                f"written); docs/naming.md")
         isa = m["isa"]
         if isa not in ISAS:
             raise TileError(f"unknown ISA {isa!r} in {name!r}; valid ISAs: {', '.join(ISAS)}")
@@ -140,7 +172,11 @@ class TileSpec:
             raise TileError(f"{name!r}: only sve tiles count NR in vectors ('v' suffix), "
                             f"e.g. sve_8x2v")
         ku = int(m["ku"]) if m["ku"] else DEFAULT_K_UNROLL
-        return cls(isa, int(m["mr"]), int(m["nr"]), k_unroll=ku)
+        if m["types"] is not None and m["types"] == ISAS[isa].implied:
+            raise TileError(f"{name!r}: {isa} tiles are {m['types']} without saying so; "
+                            f"the name is {isa}_{m['mr']}x{m['nr']}{m['v'] or ''}"
+                            + (f"_u{ku}" if ku != DEFAULT_K_UNROLL else ""))
+        return cls(isa, int(m["mr"]), int(m["nr"]), k_unroll=ku, types=m["types"])
 
     def __str__(self) -> str:
         return self.name
@@ -149,6 +185,12 @@ class TileSpec:
     @property
     def info(self) -> IsaInfo:
         return ISAS[self.isa]
+
+    @property
+    def gemm_types(self):
+        """The :class:`microkernel.dtypes.GemmTypes` of this tile."""
+        from .dtypes import get
+        return get(self.types)
 
     @property
     def is_vla(self) -> bool:

@@ -12,13 +12,15 @@ sanitizer harness).
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 from ..tile import TileSpec
 from .common import symbol
 
 __all__ = ["generate", "generate_peak", "symbol", "FAMILY", "edge_symbol", "nr_expr",
-           "kernel_list", "desc_function", "ukernel_symbols"]
+           "kernel_list", "desc_function", "ukernel_symbols", "PanelLayout", "layout",
+           "module_defines"]
 
 #: ISA -> emitter module (XNNPACK-style: one emitter per ISA family)
 FAMILY = {"avx512": "x86", "avx2": "x86", "scalar": "scalar", "neon": "arm", "sve": "arm"}
@@ -34,9 +36,84 @@ def generate(spec: TileSpec) -> str:
     return _family(spec.isa).ukernel(spec)
 
 
-def generate_peak(isa: str) -> str:
-    """C source of ``double mk_fma_peak(int64_t iters, double *flops)`` for ``isa``."""
-    return _family(isa).peak(isa)
+def generate_peak(isa: str, types: str = "f32") -> str:
+    """C source of ``double mk_fma_peak(int64_t iters, double *flops)`` for ``isa``: the
+    peak of the instruction that ``isa``'s tiles of ``types`` are made of (the fp32 FMA
+    for fp32 and widened bf16/fp16 tiles), so that "% of peak" compares like with like.
+    ``*flops`` counts 2 operations per multiply-add (integer ones too)."""
+    family = _family(isa)
+    try:
+        return family.peak(isa, types)
+    except TypeError:                # a family whose peak loops are of one type
+        return family.peak(isa)
+
+
+@dataclasses.dataclass(frozen=True)
+class PanelLayout:
+    """How a tile's module packs and computes (the driver's type macros, driver.c):
+    ``sa``/``sb`` the C element types of the caller's A and B, ``ta``/``tb`` of the packed
+    panels, ``ga``/``gb`` their K groups, ``tc`` of C, alpha and beta; ``cvt_a``/``cvt_b``
+    C expressions of ``x`` converting one source element to one panel element;
+    ``fill_a``/``fill_b`` the L1 timing's panel values as expressions of ``i``."""
+    sa: str = "float"
+    sb: str = "float"
+    ta: str = "float"
+    tb: str = "float"
+    ga: int = 1
+    gb: int = 1
+    tc: str = "float"
+    cvt_a: str = "(x)"
+    cvt_b: str = "(x)"
+    fill_a: str = ""
+    fill_b: str = ""
+
+    @property
+    def typed(self) -> bool:
+        return self != PanelLayout()
+
+
+_WIDEN = {"bf16": "mk_bf16_to_f32(x)", "f16": "mk_f16_to_f32(x)"}
+
+
+def layout(spec: TileSpec) -> PanelLayout:
+    """The panel layout of ``spec``'s module: the ISA family's (``family.layout``) when
+    it has one for these types, else the portable default: fp32 as it is; bf16 and fp16
+    widened to fp32 while packing (the fp32 micro-kernel runs on them); integers widened
+    to int32 (the integer micro-kernel of the scalar emitter)."""
+    family = _family(spec.isa)
+    if hasattr(family, "layout"):
+        got = family.layout(spec)
+        if got is not None:
+            return got
+    t = spec.gemm_types
+    if t.name == "f32":
+        return PanelLayout()
+    if t.name in _WIDEN:
+        return PanelLayout(sa=t.c_a, sb=t.c_b, cvt_a=_WIDEN[t.name], cvt_b=_WIDEN[t.name])
+    if t.integer:
+        return PanelLayout(sa=t.c_a, sb=t.c_b, ta="int32_t", tb="int32_t", tc="int32_t",
+                           cvt_a="((int32_t)(x))", cvt_b="((int32_t)(x))",
+                           fill_a="((int32_t)((i) % 7) - 3)", fill_b="((int32_t)((i) % 5) - 2)")
+    raise ValueError(f"{spec.name}: no panel layout for types {t.name!r} on {spec.isa}")
+
+
+def module_defines(spec: TileSpec) -> str:
+    """The ``#define`` lines a typed module puts before driver.c and timing.c (empty for
+    an fp32 tile)."""
+    lay = layout(spec)
+    if not lay.typed:
+        return ""
+    lines = ["#define MK_TYPED 1", '#include "mk_convert.h"',
+             f"#define MK_SA {lay.sa}", f"#define MK_SB {lay.sb}",
+             f"#define MK_TA {lay.ta}", f"#define MK_TB {lay.tb}",
+             f"#define MK_GA {lay.ga}", f"#define MK_GB {lay.gb}",
+             f"#define MK_TC {lay.tc}",
+             f"#define MK_CVT_A(x) {lay.cvt_a}", f"#define MK_CVT_B(x) {lay.cvt_b}"]
+    if lay.fill_a:
+        lines.append(f"#define MK_FILL_A(i) {lay.fill_a}")
+    if lay.fill_b:
+        lines.append(f"#define MK_FILL_B(i) {lay.fill_b}")
+    return "\n".join(lines) + "\n"
 
 
 def edge_symbol(spec: TileSpec) -> str:

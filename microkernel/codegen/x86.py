@@ -2,10 +2,17 @@
 
 Intrinsics per the Intel Intrinsics Guide; each ISA's module is compiled with only
 its own flags (``tile.ISAS[isa].cflags``), never -march=native.
+
+Types (microkernel.dtypes): fp32 tiles, and bf16 / fp16 tiles that run the same fp32
+micro-kernel on panels widened while packing; integer tiles (``s8s8``, ``u8s8``,
+``u8u8``) widen A and B to int16 in pairs along K and multiply-add the pairs with
+``vpmaddwd`` (``_mm256_madd_epi16`` / ``_mm512_madd_epi16``: 16 or 32 int16 products
+summed pairwise into int32 lanes) and ``vpaddd``, exact for int8 inputs (a pair sum is
+at most 2 x 128 x 255 in magnitude); C is int32 and wraps like the kernels' arithmetic.
 """
 from __future__ import annotations
 
-from . import common
+from . import PanelLayout, common
 from .common import VectorOps, emit_edge, emit_peak, emit_ukernel
 
 AVX512 = VectorOps(
@@ -22,23 +29,112 @@ AVX2 = VectorOps(
     fma="_mm256_fmadd_ps({a}, {b}, {c})", mul="_mm256_mul_ps({a}, {b})",
     add="_mm256_add_ps({a}, {b})")
 
+_INT = dict(scalar_t="int32_t", elem_a="int16_t", elem_b="int16_t", kstep=2, one="1",
+            zero_s="0", wrap=True)
+AVX2_MADD = VectorOps(
+    includes=("immintrin.h", "string.h"), vtype="__m256i", zero="_mm256_setzero_si256()",
+    load="_mm256_loadu_si256((const __m256i *)({p}))",
+    store="_mm256_storeu_si256((__m256i *)({p}), {v})",
+    bcast="_mm256_set1_epi32(mk_ld32({p}))", splat="_mm256_set1_epi32({x})",
+    fma="_mm256_add_epi32({c}, _mm256_mullo_epi32({a}, {b}))",
+    mul="_mm256_mullo_epi32({a}, {b})", add="_mm256_add_epi32({a}, {b})", **_INT)
+AVX512_MADD = VectorOps(
+    includes=("immintrin.h", "string.h"), vtype="__m512i", zero="_mm512_setzero_si512()",
+    load="_mm512_loadu_si512((const void *)({p}))",
+    store="_mm512_storeu_si512((void *)({p}), {v})",
+    bcast="_mm512_set1_epi32(mk_ld32({p}))", splat="_mm512_set1_epi32({x})",
+    fma="_mm512_add_epi32({c}, _mm512_mullo_epi32({a}, {b}))",
+    mul="_mm512_mullo_epi32({a}, {b})", add="_mm512_add_epi32({a}, {b})", **_INT)
+
 OPS = {"avx512": AVX512, "avx2": AVX2}
+MADD = {"avx512": (AVX512_MADD, "_mm512_madd_epi16", "_mm512_add_epi32"),
+        "avx2": (AVX2_MADD, "_mm256_madd_epi16", "_mm256_add_epi32")}
 #: independent FMA chains for the peak loop: >= latency x units (4 x 2), within the
 #: register file (AVX2 has 16 ymm, AVX-512 32 zmm).
 PEAK_CHAINS = {"avx512": 16, "avx2": 12}
 
+#: an aligned-free 32-bit load of an int16 pair (memcpy: no strict-aliasing UB)
+LD32 = """#ifndef MK_LD32_DEFINED
+#define MK_LD32_DEFINED
+static inline int32_t mk_ld32(const int16_t *p) { int32_t x; memcpy(&x, p, 4); return x; }
+#endif
+"""
+
+
+def _integer(spec) -> bool:
+    return spec.gemm_types.integer
+
+
+def layout(spec):
+    """Integer tiles: int16 panels in pairs along K (vpmaddwd); others: the default."""
+    if not _integer(spec):
+        return None
+    t = spec.gemm_types
+    return PanelLayout(sa=t.c_a, sb=t.c_b, ta="int16_t", tb="int16_t", ga=2, gb=2,
+                       tc="int32_t", cvt_a="((int16_t)(x))", cvt_b="((int16_t)(x))",
+                       fill_a="((int16_t)((i) % 7) - 3)", fill_b="((int16_t)((i) % 5) - 2)")
+
+
+def _madd_step(spec, ops, acc, u, indent):
+    """One k pair: NR/lanes B vectors of int16 pairs, each A pair broadcast as an int32,
+    vpmaddwd + vpaddd into each accumulator."""
+    madd, add = MADD[spec.isa][1:]
+    mr, nr, lanes, nv = spec.mr, spec.nr, spec.info.lanes, len(acc[0])
+    lines = [f"{indent}const {ops.vtype} b{v} = {ops.load.format(p=f'b + {2 * (u * nr + v * lanes)}')};"
+             for v in range(nv)]
+    for i in range(mr):
+        lines.append(f"{indent}const {ops.vtype} a{i} = {ops.bcast.format(p=f'a + {2 * (u * mr + i)}')};")
+        for v in range(nv):
+            lines.append(f"{indent}{acc[i][v]} = {add}({acc[i][v]}, {madd}(a{i}, b{v}));")
+    return lines
+
 
 def ukernel(spec) -> str:
-    """The micro-kernel and, for tiles of several vectors per row, its edge entry point."""
+    """The micro-kernel and, for fp32-panel tiles of several vectors per row, its edge
+    entry point."""
+    if _integer(spec):
+        src = emit_ukernel(spec, MADD[spec.isa][0], step=_madd_step)
+        head, _, body = src.partition("\nvoid ")
+        return head + "\n" + LD32 + "\nvoid " + body
     src = emit_ukernel(spec, OPS[spec.isa])
     return src + "\n" + emit_edge(spec, OPS[spec.isa]) if spec.vectors_per_row > 1 else src
 
 
 def edge_symbol(spec) -> str:
     """C name of the edge entry point, or ``NULL`` for one vector per row (an N edge
-    would still need the whole vector: the driver's buffer does the same)."""
-    return common.edge_symbol(spec) if spec.vectors_per_row > 1 else "NULL"
+    would still need the whole vector: the driver's buffer does the same) and for
+    integer tiles (the driver's buffer)."""
+    return common.edge_symbol(spec) if spec.vectors_per_row > 1 and not _integer(spec) else "NULL"
 
 
-def peak(isa: str) -> str:
+def _madd_peak(isa: str, chains: int = 12) -> str:
+    """Peak of vpmaddwd + vpaddd: ``chains`` chains t = madd(s, x); s = add(t, y) (the
+    madd depends on the chain, so it cannot be hoisted). 2 operations per int16
+    product: 4 x lanes per chain step."""
+    ops, madd, add = MADD[isa]
+    lanes = 16 if isa == "avx512" else 8
+    w = "512" if isa == "avx512" else "256"
+    out = [f"/* vpmaddwd peak loop for {isa}: {chains} chains of madd + add. */",
+           "#include <stdint.h>", "#include <time.h>", "#include <immintrin.h>",
+           "double mk_fma_peak(int64_t iters, double *flops)", "{",
+           f"    const {ops.vtype} x = _mm{w}_set1_epi16(1);",
+           f"    const {ops.vtype} y = _mm{w}_set1_epi32(3);"]
+    out += [f"    {ops.vtype} s{j} = _mm{w}_set1_epi32({j});" for j in range(chains)]
+    out += ["    struct timespec t0, t1;", "    clock_gettime(CLOCK_MONOTONIC, &t0);",
+            "    for (int64_t it = 0; it < iters; ++it) {"]
+    out += [f"        s{j} = {add}({madd}(s{j}, x), y);" for j in range(chains)]
+    out += ["    }", "    clock_gettime(CLOCK_MONOTONIC, &t1);", f"    {ops.vtype} s = s0;"]
+    out += [f"    s = {add}(s, s{j});" for j in range(1, chains)]
+    out += ["    int32_t sink[16] __attribute__((aligned(64)));",
+            f"    {ops.store.format(p='sink', v='s')};",
+            "    volatile int32_t keep = sink[0]; (void)keep;",
+            f"    *flops = 4.0 * {lanes} * {chains} * (double)iters;",
+            "    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);",
+            "}"]
+    return "\n".join(out) + "\n"
+
+
+def peak(isa: str, types: str = "f32") -> str:
+    if types in ("s8s8", "u8s8", "u8u8"):
+        return _madd_peak(isa)
     return emit_peak(isa, OPS[isa], PEAK_CHAINS[isa])
