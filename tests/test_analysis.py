@@ -639,3 +639,25 @@ def test_sweep_predicted_aarch64(isa, mrs, nrs, default):
     rows = {r["name"]: r for r in res["rows"]}
     assert default in rows and rows[default]["spills"] == 0
     assert all(r["predicted_cycles_per_k"] for r in res["rows"]), res["rows"]
+
+
+@needs_a64
+def test_run_asm_source_compile_error_names_the_users_file(tmp_path, capsys):
+    bad = tmp_path / "my_neon.c"
+    bad.write_text("#include <stdint.h>\n"
+                   "void mk_ukernel_neon_8x12(int64_t kc, const float *alpha, const float *a,\n"
+                   "    const float *b, const float *beta, float *c, int64_t rs_c, int64_t cs_c)\n"
+                   "{\n    this is not C;\n}\n")
+    assert asm_cmd.run(_args("neon_8x12", "--no-measure", "--source", str(bad))) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:5:" in err                      # the user's file and line
+
+
+@needs_a64
+def test_run_asm_source_is_read(tmp_path, capsys):
+    from microkernel import codegen
+    src = tmp_path / "mine.c"
+    src.write_text(codegen.generate(TileSpec.from_name("sve_8x2v")))
+    assert asm_cmd.run(_args("sve_8x2v", "--no-measure", "--json", "--source", str(src))) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["source"] == str(src) and rep["loop"]["per_k"]["fmas"] == 16

@@ -267,13 +267,22 @@ def _disassemble_file(objdump: str, path: str, mtime_ns: int, symbol: str,
     return "\n".join(lines) + "\n"
 
 
-def _a64_object(spec: TileSpec, source: str | None) -> pathlib.Path:
+def _line_directive(path) -> str:
+    quoted = os.fspath(path).replace("\\", "\\\\").replace('"', '\\"')
+    return f'#line 1 "{quoted}"\n'
+
+
+def _a64_object(spec: TileSpec, source: str | None,
+                source_path=None) -> pathlib.Path:
     """Cross-compile the micro-kernel of ``spec`` (or ``source``, C text replacing the
-    generated one) into a cached object; returns its path."""
+    generated one, read from ``source_path``: errors are reported at that file's
+    lines) into a cached object; returns its path."""
     from .. import build, codegen
     from ..cross.tools import CrossError, find_asm_tools
     tools = find_asm_tools()
     text = codegen.generate(spec) if source is None else source
+    if source is not None and source_path is not None:
+        text = _line_directive(source_path) + text
     src_dir = build.c_src_dir()
     flags = (*A64_CFLAGS, *spec.info.cflags)
     h = hashlib.sha256()
@@ -303,16 +312,18 @@ def _a64_object(spec: TileSpec, source: str | None) -> pathlib.Path:
     return dest
 
 
-def object_path(spec: TileSpec | str, source: str | None = None) -> pathlib.Path:
+def object_path(spec: TileSpec | str, source: str | None = None,
+                source_path=None) -> pathlib.Path:
     """The compiled object holding ``mk_ukernel_<name>``: x86, the kernel module's
     shared object (:func:`microkernel.kernel.compile_only`); aarch64, the cached
-    cross-compiled object. ``source`` (C text) replaces the generated micro-kernel.
-    Raises as the module docstring says."""
+    cross-compiled object. ``source`` (C text) replaces the generated micro-kernel;
+    with ``source_path`` (the file it was read from) compile errors name that file's
+    lines. Raises as the module docstring says."""
     from .. import build, kernel
     spec = _spec(spec)
     arch = arch_of(spec)
     if arch == "aarch64":
-        return _a64_object(spec, source)
+        return _a64_object(spec, source, source_path)
     if arch != "x86_64" or host_arch() != "x86_64":
         raise NotImplementedError(
             f"asm inspection reads x86-64 code ({', '.join(X86_ISAS)}) on an x86-64 host "
@@ -320,7 +331,7 @@ def object_path(spec: TileSpec | str, source: str | None = None) -> pathlib.Path
             f"({spec.isa}) and this host is {host_arch()}")
     if source is None:
         return pathlib.Path(kernel.compile_only(spec))
-    return pathlib.Path(build.build_module(**kernel._build_args(spec, source))[1])
+    return pathlib.Path(build.build_module(**kernel._build_args(spec, source, source_path))[1])
 
 
 def disassemble_object(path, symbol: str, arch: str = "x86_64") -> str:
@@ -337,10 +348,12 @@ def disassemble_object(path, symbol: str, arch: str = "x86_64") -> str:
     return _disassemble_file(objdump, path, os.stat(path).st_mtime_ns, symbol, syntax)
 
 
-def disassemble(spec: TileSpec | str, source: str | None = None) -> str:
+def disassemble(spec: TileSpec | str, source: str | None = None, source_path=None) -> str:
     """objdump listing (no raw bytes) of ``mk_ukernel_<name>`` only: Intel syntax for
     x86-64, A64 for aarch64 (see the module docstring for the build). ``source``
-    replaces the generated micro-kernel (C text defining the same symbol)."""
+    replaces the generated micro-kernel (C text defining the same symbol), read from
+    ``source_path`` if given (see :func:`object_path`)."""
     from .. import codegen
     spec = _spec(spec)
-    return disassemble_object(object_path(spec, source), codegen.symbol(spec), arch_of(spec))
+    return disassemble_object(object_path(spec, source, source_path), codegen.symbol(spec),
+                              arch_of(spec))

@@ -204,8 +204,8 @@ def checked_mcpu(isa: str, mcpu: str | None = None, fma_units: int = 2) -> tuple
     default one that fails is replaced by the first fallback that passes (x86: of the
     same family, znver3 -> znver2 on LLVM 14; aarch64: the rest of
     :data:`A64_MCPUS`), and the note says so. Without llvm-mca: (default, "")."""
-    a64 = isa in A64_MCPUS
-    isa_v = isa if isa in ("avx512", "avx2", "neon", "sve") else "avx2"
+    a64 = _arch(isa) == "aarch64"
+    isa_v = isa if isa in ("avx512", "avx2", "neon", "sve") else ("neon" if a64 else "avx2")
     chosen = mcpu or default_mcpu(isa)
     exe = _llvm_mca()
     if exe is None:
@@ -221,7 +221,7 @@ def checked_mcpu(isa: str, mcpu: str | None = None, fma_units: int = 2) -> tuple
     if mcpu:
         return chosen, bad + " (kept: --mcpu given)"
     if a64:
-        prefs = A64_MCPUS[isa]
+        prefs = A64_MCPUS.get(isa, A64_MCPUS["neon"])
         alts = prefs[prefs.index(chosen) + 1:] if chosen in prefs else ()
         known = _mca_cpus(exe, TRIPLES["aarch64"])
     else:

@@ -57,7 +57,7 @@ def _observed_k_steps(spec: TileSpec, loop: LoopInfo) -> float | None:
 
 def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = True,
            full: bool = False, kc: int = 256, reps: int = 1000,
-           source: str | None = None) -> dict:
+           source: str | None = None, source_path=None) -> dict:
     """Everything ``microkernel asm`` shows, as a JSON-serialisable dict.
 
     Keys: name, isa, arch, symbol, syntax (intel or a64), shared_object (the object
@@ -72,7 +72,8 @@ def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = Tru
     ``predicted_cycles_per_k`` (llvm-mca simulated, or None),
     ``predicted_bound_cycles_per_k`` (max of llvm-mca's resource bound and the FMA
     bound, or None) and ``measured_cycles_per_k`` (or None). ``source`` (C text)
-    replaces the generated micro-kernel.
+    replaces the generated micro-kernel; ``source_path``, the file it came from, is
+    where compile errors point.
 
     Raises TileError (bad name), NotImplementedError (an x86 ISA on a non-x86 host),
     CrossToolsMissing / CrossError (aarch64 tools missing, compile failure),
@@ -81,14 +82,14 @@ def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = Tru
     from .. import codegen
     spec = _spec(spec)
     arch = arch_of(spec)
-    asm = disassemble(spec, source)
+    asm = disassemble(spec, source, source_path)
     loop = _loop_cached(spec, asm)
     b = register_budget(spec)
     out: dict = {
         "name": spec.name, "isa": spec.isa, "arch": arch, "mr": spec.mr, "nr": spec.nr,
         "k_unroll": spec.k_unroll, "symbol": codegen.symbol(spec),
         "syntax": SYNTAXES.get(arch, arch),
-        "shared_object": os.fspath(object_path(spec, source)),
+        "shared_object": os.fspath(object_path(spec, source, source_path)),
         "loop": loop.to_dict(),
         "k_steps_per_iteration": _observed_k_steps(spec, loop),
         "expected": expected(spec),
@@ -109,7 +110,8 @@ def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = Tru
         out["notes"].append("aarch64 counts are registers transferred: ldp/stp and "
                             "multi-register ld1/st1 count each register")
     if source is not None:
-        out["source"] = "user source (replaces the generated micro-kernel)"
+        out["source"] = (os.fspath(source_path) if source_path is not None
+                         else "user source (replaces the generated micro-kernel)")
     try:
         cpu, note = checked_mcpu(spec.isa, mcpu, spec.info.fma_units)
         m = mca(loop, cpu, k_unroll=spec.k_unroll, fma_units=spec.info.fma_units)

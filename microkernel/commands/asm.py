@@ -175,7 +175,8 @@ def run(args) -> int:
                 source = f.read()
         rep = report(args.name, mcpu=getattr(args, "mcpu", None),
                      measure=not getattr(args, "no_measure", False),
-                     full=getattr(args, "full", False), source=source)
+                     full=getattr(args, "full", False), source=source,
+                     source_path=getattr(args, "source", None))
     except (TileError, NotImplementedError, CrossToolsMissing, CrossError, BuildError,
             OSError) as exc:
         print(f"microkernel asm: {exc}", file=sys.stderr)
