@@ -110,7 +110,7 @@ def _static(spec: TileSpec, row: SweepRow, mcpu: str | None = None) -> None:
     """Spills and llvm-mca's cycles per k from the inner loop (advisory: a failure is
     noted in the row, never fatal)."""
     try:
-        from . import inspect as mk_inspect
+        from . import analysis as mk_inspect
         rep = mk_inspect.report(spec, measure=False, mcpu=mcpu)
     except Exception as exc:  # noqa: BLE001 - inspection is advisory
         row.error = (row.error + f" inspect: {exc}").strip()
@@ -301,7 +301,7 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     message names what is missing, e.g. llvm-mca or the cross compiler).
     """
     from .dispatch import default_tile
-    from . import inspect as analysis_report
+    from . import analysis as analysis_report
     progress = progress or (lambda text: None)
     specs = candidates(isa, mrs, nrs, max_shapes)
     if not specs:

@@ -21,9 +21,10 @@ import subprocess
 
 import pytest
 
-from microkernel import codegen, cross, kernel as mkkernel
+from microkernel import analysis, codegen, cross, kernel as mkkernel
 from microkernel.codegen import arm
 from microkernel import registry
+from microkernel.commands import cross as cross_cmd
 from microkernel.tile import TileSpec
 from microkernel.validate import Case
 
@@ -103,6 +104,48 @@ def test_missing_tools_error_names_apt_packages():
         cross.find_tools(cc="gcc", qemu="no-such-qemu-xyz")
 
 
+def test_harness_kernel_list_is_the_projects_xmacro_list():
+    """The harness reads the X-macro list codegen.kernel_list writes (the format of
+    c_src/ukernels/mk_kernels.inc), named by -DMK_KERNEL_LIST; one glue file per tile
+    with the one descriptor emitter's function."""
+    files, objects = cross.harness_sources(SPECS)
+    lst = files["mk_harness_kernels.inc"]
+    assert "MK_KERNEL(neon_8x12, neon, 8, 12, 3, 1, 0)" in lst.splitlines()
+    assert "MK_KERNEL(sve_8x2v, sve, 8, 0, 2, 1, 1)" in lst.splitlines()
+    assert sum(line.startswith("MK_KERNEL(") for line in lst.splitlines()) == 2
+    harness_flags = [flags for name, flags in objects if name == "harness.c"]
+    assert ('-DMK_KERNEL_LIST="mk_harness_kernels.inc"',) in harness_flags
+    assert "void mk_harness_desc_neon_8x12(mk_ukernel_desc *d)" in files["glue_neon_8x12.c"]
+    src = (ROOT / "c_src" / "harness.c").read_text()
+    assert "#include MK_KERNEL_LIST" in src and '"ukernels/mk_kernels.inc"' in src
+    assert "mk_harness_kernels.h" not in src and "MK_HARNESS_KERNEL" not in src
+
+
+@needs_tools
+def test_harness_with_the_default_list_keeps_only_linked_kernels(tmp_path):
+    """harness.c without -DMK_KERNEL_LIST includes the committed list of every
+    built-in (x86 ones too); descriptors are weak, so a harness linked with only the
+    neon_8x12 glue lists only neon_8x12 (and runs it on a NEON-only CPU)."""
+    spec = TileSpec.from_name("neon_8x12")
+    files, _ = cross.harness_sources([spec])
+    src_dir = ROOT / "c_src"
+    base = [TOOLS.cc, *cross.BASE_CFLAGS, f"-I{src_dir}", "-c"]
+    (tmp_path / "glue.c").write_text(files["glue_neon_8x12.c"])
+    objs = []
+    for src, flags in ((src_dir / "harness.c", ()), (src_dir / "probe.c", ()),
+                       (src_dir / "driver.c", ("-fopenmp",)),
+                       (tmp_path / "glue.c", spec.info.cflags)):
+        obj = tmp_path / f"{len(objs)}.o"
+        subprocess.run([*base, *flags, str(src), "-o", str(obj)], check=True)
+        objs.append(str(obj))
+    exe = tmp_path / "harness"
+    subprocess.run([TOOLS.cc, "-static", "-fopenmp", *objs, "-o", str(exe)], check=True)
+    out = subprocess.run([TOOLS.qemu, "-cpu", "cortex-a72", str(exe), "--info"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    kernels = [line for line in out.splitlines() if line.startswith("kernel ")]
+    assert kernels == ["kernel neon_8x12 isa=neon mr=8 nr=12 runnable=1"]
+
+
 # -- the generated sources compile with the cross compiler ------------------------------
 
 def _cross_cc(src: str, flags, tmp_path, name):
@@ -132,37 +175,28 @@ def test_generated_source_compiles_with_cross_compiler(name, tmp_path):
 @needs_tools
 def test_builtin_inner_loops_do_not_spill(tmp_path):
     """The docstring's claim: 24 accumulators + 3 B + 2 A vectors fit the 32
-    registers, no stack traffic inside the K loops (GCC -O2 and -O3), for the
-    built-in and for unrolled variants."""
+    registers, no stack traffic inside the K loops, for the built-in and for unrolled
+    variants: at -O2 (how the cross harness builds its glue) and as `microkernel asm`
+    builds them (the kernel module's flags, -O3), read by microkernel.analysis."""
     for spec in (TileSpec("neon", 8, 12), TileSpec("neon", 8, 12, k_unroll=2),
                  TileSpec("neon", 8, 12, k_unroll=4), TileSpec("sve", 8, 2),
                  TileSpec("sve", 8, 2, k_unroll=4)):
-        _assert_no_spill_in_k_loop(spec, tmp_path)
+        _assert_no_spill_in_k_loops(spec, tmp_path)
+        assert analysis.spills(spec) == 0, f"{spec.name}: spill in the K loop (asm build)"
 
 
-def _assert_no_spill_in_k_loop(spec, tmp_path):
-    f = tmp_path / "k.c"
-    f.write_text(codegen.generate(spec))
+def _assert_no_spill_in_k_loops(spec, tmp_path):
+    """Every innermost loop with a k step's FMAs (the unrolled main loop and the
+    remainder loop) is free of stack accesses, at -O2 and -O3."""
     for opt in ("-O2", "-O3"):
-        asm = subprocess.run([TOOLS.cc, opt, *spec.info.cflags, "-S", "-o", "-", str(f)],
-                             capture_output=True, text=True, check=True).stdout
-        lines = asm.splitlines()
-        labels = {ln[:-1]: i for i, ln in enumerate(lines) if re.match(r"^\.L\d+:$", ln)}
-        spans = []
-        for i, ln in enumerate(lines):        # backward branches close the loops
-            m = re.match(r"\s+(?:b\.?\w*|cbn?z|tbn?z)\s.*?(\.L\d+)$", ln)
-            if m and m.group(1) in labels and labels[m.group(1)] < i:
-                body = lines[labels[m.group(1)]:i + 1]
-                if (sum("fmla" in b for b in body) >= spec.mr * spec.vectors_per_row
-                        and not any("ret" in b for b in body)):
-                    spans.append((labels[m.group(1)], i))
-        # innermost FMA loops only (a branch back over a whole region is not a K loop)
-        inner = [(a, b) for a, b in spans
-                 if not any((a, b) != (c, d) and a <= c and d <= b for c, d in spans)]
-        loops = [lines[a:b + 1] for a, b in inner]
+        obj = _cross_cc(codegen.generate(spec), [opt, *spec.info.cflags], tmp_path,
+                        f"k{opt}")
+        asm = analysis.disassemble_object(obj, codegen.symbol(spec), "aarch64")
+        loops = [lp for lp, innermost in analysis.all_loops(asm, spec.k_unroll, "aarch64")
+                 if innermost and lp.fmas >= spec.mr * spec.vectors_per_row]
         assert loops, f"{spec.name}: no FMA loop found at {opt}"
-        for body in loops:
-            assert not [b for b in body if "[sp" in b], f"{spec.name}: spill in the K loop at {opt}"
+        for lp in loops:
+            assert lp.spills == 0, f"{spec.name}: spill in the K loop at {opt}:\n{lp.asm}"
 
 
 @needs_tools
@@ -302,15 +336,15 @@ def test_user_tiles_cross():
 
 @needs_tools
 def test_cli_json_and_table(capsys):
-    parser = cross.add_cross_arguments(argparse.ArgumentParser())
+    parser = cross_cmd.add_arguments(argparse.ArgumentParser())
     args = parser.parse_args(["--vl", "256", "--quick", "--json"])
-    assert cross.run_cross(args) == 0
+    assert cross_cmd.run(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and [r["label"] for r in doc["runs"]] == ["sve-256", "neon-only"]
     assert doc["runs"][0]["observed_vl_bits"] == 256
     assert doc["runs"][0]["kernels"]["sve_8x2v"]["cases"] > 0
     args = parser.parse_args(["--vl", "128", "--quick", "--neon-cpu", "none"])
-    assert cross.run_cross(args) == 0
+    assert cross_cmd.run(args) == 0
     out = capsys.readouterr().out
     assert "sve-128" in out and "neon_8x12" in out and "PASS" in out
     with pytest.raises(SystemExit):
@@ -319,8 +353,8 @@ def test_cli_json_and_table(capsys):
 
 def test_cli_reports_missing_tools(monkeypatch, capsys):
     monkeypatch.setenv("MICROKERNEL_CROSS_CC", "no-such-aarch64-gcc-xyz")
-    args = cross.add_cross_arguments(argparse.ArgumentParser()).parse_args(["--quick"])
-    assert cross.run_cross(args) == 2
+    args = cross_cmd.add_arguments(argparse.ArgumentParser()).parse_args(["--quick"])
+    assert cross_cmd.run(args) == 2
     err = capsys.readouterr().err
     assert "apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" in err
 

@@ -1,0 +1,507 @@
+"""The inner K loop of a micro-kernel and what one iteration and one k step do.
+
+The loops are the natural loops of the function's control-flow graph (:func:`find_loops`);
+the K loop is the one with the most FMA work among the innermost ones
+(:func:`inner_loop`). With the generator's ``k_unroll`` copies of the k step it is the
+unrolled main loop, so per-k counts are per-iteration counts divided by ``k_unroll``.
+
+What is counted (:class:`LoopInfo`), per architecture:
+
+x86-64 (Intel syntax; instruction classes from the Intel SDM vol. 2)
+    FMAs ``vfmadd*``/``vfmsub*``/``vfnmadd*``/``vfnmsub*`` and their fp lanes (from
+    the register width); separate multiplies and adds; vector loads (memory operands
+    of 16 bytes or more, also when folded into an arithmetic op); broadcasts
+    (``vbroadcastss`` and embedded-broadcast operands, which objdump prints as
+    ``DWORD BCST [..]`` and LLVM as ``DWORD PTR [..]{1to16}``); spills and reloads:
+    memory operands based on ``rsp`` (or ``rbp`` when the function sets it up as
+    frame pointer, ``mov rbp,rsp``). Counts are memory operands.
+aarch64 (A64; instruction classes from the Arm ARM, DDI 0487, C3 and the SVE
+supplement)
+    FMAs ``fmla``/``fmls``/``fnmla``/``fnmls``, SVE ``fmad``/``fmsb``/``fnmad``/
+    ``fnmsb``, scalar ``fmadd``/``fmsub``/``fnmadd``/``fnmsub``; of which by element
+    (``fmla v12.4s, v4.4s, v1.s[0]``: the A value picked from a lane, no broadcast
+    register) and predicated (SVE ``fmla z5.s, p0/m, z1.s, z3.s``); vector loads
+    (``ldr q``, ``ldp q``, ``ld1 {v..}`` of 128-bit arrangements, SVE ``ld1w``, ``ldr
+    z``); broadcasts (``ld1r``, SVE ``ld1rw``/``ld1rqw``, ``dup``, ``mov z.s, s0``);
+    scalar loads (``ldr s``/``d``/``x``/``w``, lane loads); spills and reloads: loads
+    and stores based on ``sp`` (or ``x29`` when the function sets it up as frame
+    pointer, ``mov x29, sp``). Counts are **registers transferred** (``ldp q1, q0``
+    is two vector loads, ``stp d8, d9, [sp]`` two spills), so they compare with the
+    tile's vectors whatever pairs the compiler formed. SVE registers are scalable:
+    for SVE FMAs, ``fma_lanes`` and ``flops`` count **vectors** (VL/32 fp32 lanes each;
+    the VL is unknown at compile time), and :attr:`LoopInfo.scalable` says so.
+
+Errors: :func:`inner_loop` raises ValueError for a listing without a loop.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+
+from ..tile import TileSpec
+from .disasm import Instruction, _spec, arch_of, disassemble, parse, split_operands
+
+__all__ = ["LoopInfo", "find_loops", "all_loops", "inner_loop", "loop_of", "spills", "count",
+           "a64_access"]
+
+_FMA_RE = re.compile(r"^v?f(?:n)?m(?:add|sub)(?:sub|add)?(?:132|213|231)?([ps])([sd])$")
+_MUL_RE = re.compile(r"^v?mul([ps])([sd])$")
+_ADD_RE = re.compile(r"^v?(?:add|sub)([ps])([sd])$")
+_BCAST_RE = re.compile(r"^v(?:p)?broadcast(?:ss|sd|d|q|f32x\d|f64x\d|i32x\d|i64x\d)$")
+_REG_BITS = {"x": 128, "y": 256, "z": 512}
+
+_A64_FMA = {"fmla", "fmls", "fnmla", "fnmls", "fmad", "fmsb", "fnmad", "fnmsb",
+            "fmadd", "fmsub", "fnmadd", "fnmsub"}
+_A64_MUL = {"fmul", "fmulx"}
+_A64_ADD = {"fadd", "fsub"}
+_A64_ARR_RE = re.compile(r"^[vz](\d+)\.(\d*)([bhsdq])$")
+_A64_ELEM_BITS = {"b": 8, "h": 16, "s": 32, "d": 64, "q": 128}
+_A64_SCALAR_BYTES = {"b": 1, "h": 2, "s": 4, "d": 8, "q": 16, "x": 8, "w": 4}
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopInfo:
+    """The inner K loop and its counts.
+
+    Counts are per loop iteration; ``per_k(field)`` divides by ``k_unroll`` (the k steps
+    one iteration performs, ``spec.k_unroll`` for generated kernels).
+    ``stack_loads``/``stack_stores`` are reloads/spills (see the module docstring for
+    the stack bases of each architecture); ``spills`` is their sum. On aarch64 the
+    counts are registers transferred; with ``scalable`` (SVE), ``fma_lanes`` and
+    ``flops`` are in vectors of unknown length.
+    """
+    start: int                     # lowest address in the loop
+    end: int                       # highest address in the loop
+    instructions: tuple[Instruction, ...]
+    k_unroll: int
+    fmas: int
+    fma_lanes: int                 # fp lanes summed over the FMAs (scalable: vectors)
+    muls: int
+    adds: int
+    flops: int                     # 2 * fma lanes + mul lanes + add lanes
+    vector_loads: int              # full-width loads (mov or folded), not stack
+    broadcasts: int                # vbroadcast* + embedded-broadcast operands; ld1r*, dup
+    embedded_broadcasts: int       # of which {1toN} / BCST memory operands (x86)
+    scalar_loads: int              # narrower loads, not broadcast, not stack
+    stores: int                    # non-stack stores
+    stack_loads: int
+    stack_stores: int
+    vector_registers: tuple[str, ...]
+    frame_pointer: bool            # rbp / x29 counted as a stack base
+    arch: str = "x86_64"
+    fma_by_element: int = 0        # A64 FMAs with an indexed operand (v1.s[0])
+    fma_predicated: int = 0        # SVE FMAs with a governing predicate (p0/m)
+    scalable: bool = False         # SVE arithmetic: lanes counted as vectors
+
+    @property
+    def instructions_total(self) -> int:
+        return len(self.instructions)
+
+    @property
+    def spills(self) -> int:
+        return self.stack_loads + self.stack_stores
+
+    def per_k(self, field: str) -> float:
+        value = self.instructions_total if field == "instructions" else getattr(self, field)
+        return value / self.k_unroll
+
+    @property
+    def contiguous(self) -> bool:
+        """False when the compiler placed part of the loop elsewhere in the function."""
+        return self.gaps == 0
+
+    @property
+    def gaps(self) -> int:
+        return sum(1 for a, b in zip(self.instructions, self.instructions[1:])
+                   if b.address - a.address > 16)
+
+    @property
+    def stack_bases(self) -> tuple[str, ...]:
+        if self.arch == "aarch64":
+            return ("sp", "x29") if self.frame_pointer else ("sp",)
+        return ("rsp", "rbp") if self.frame_pointer else ("rsp",)
+
+    @property
+    def asm(self) -> str:
+        """The loop body as objdump-style lines (``addr: mnemonic operands``); a line
+        ``...`` marks where the loop continues at a distant address."""
+        lines, prev = [], None
+        for i in self.instructions:
+            if prev is not None and i.address - prev.address > 16:
+                lines.append("     ...")
+            lines.append(f"{i.address:8x}:\t{i.text}")
+            prev = i
+        return "\n".join(lines) + "\n"
+
+    def counts(self) -> dict:
+        """{"per_iteration": {..}, "per_k": {..}} of every count."""
+        keys = ("fmas", "fma_lanes", "fma_by_element", "fma_predicated", "muls", "adds",
+                "flops", "vector_loads", "broadcasts", "embedded_broadcasts",
+                "scalar_loads", "stores", "stack_loads", "stack_stores", "spills",
+                "instructions")
+        per_iter = {k: (self.instructions_total if k == "instructions" else getattr(self, k))
+                    for k in keys}
+        return {"per_iteration": per_iter,
+                "per_k": {k: v / self.k_unroll for k, v in per_iter.items()}}
+
+    def to_dict(self) -> dict:
+        return {"start": hex(self.start), "end": hex(self.end), "k_unroll": self.k_unroll,
+                "arch": self.arch, "contiguous": self.contiguous,
+                "frame_pointer_rbp": self.frame_pointer and self.arch == "x86_64",
+                "frame_pointer": self.frame_pointer, "stack_bases": list(self.stack_bases),
+                "scalable": self.scalable,
+                "lane_unit": ("vectors (VL/32 fp32 lanes each; the SVE vector length is "
+                              "unknown at compile time)" if self.scalable else "lanes"),
+                "count_unit": ("registers transferred (ldp/stp and multi-register ld1/st1 "
+                               "count each register)" if self.arch == "aarch64"
+                               else "memory operands"),
+                "vector_registers_used": list(self.vector_registers),
+                **self.counts(), "asm": self.asm.splitlines()}
+
+
+def _uses_frame_pointer(ins: list[Instruction]) -> bool:
+    for i in ins[:16]:
+        ops = i.operands.replace(" ", "")
+        if i.arch == "aarch64":
+            if (i.base_mnemonic == "mov" and ops == "x29,sp") or \
+                    (i.base_mnemonic == "add" and ops.startswith("x29,sp,")):
+                return True
+        elif i.base_mnemonic == "mov" and ops == "rbp,rsp":
+            return True
+    return False
+
+
+def _zero_counts() -> dict:
+    return dict(fmas=0, fma_lanes=0, muls=0, adds=0, flops=0, vector_loads=0, broadcasts=0,
+                embedded_broadcasts=0, scalar_loads=0, stores=0, stack_loads=0,
+                stack_stores=0)
+
+
+# -- x86-64 -----------------------------------------------------------------------------
+
+def _lanes(ins: Instruction, packed: str, elem: str) -> int:
+    """fp lanes an arithmetic instruction works on (1 for scalar ss/sd)."""
+    if packed == "s":
+        return 1
+    regs = ins.vector_registers()
+    bits = _REG_BITS[regs[0][0]] if regs else 128
+    return bits // (32 if elem == "s" else 64)
+
+
+def _count_x86(body: list[Instruction], c: dict, frame_pointer: bool) -> None:
+    stack_bases = {"rsp", "esp"} | ({"rbp", "ebp"} if frame_pointer else set())
+    for ins in body:
+        mn = ins.base_mnemonic
+        m = _FMA_RE.match(mn)
+        if m:
+            lanes = _lanes(ins, *m.groups())
+            c["fmas"] += 1
+            c["fma_lanes"] += lanes
+            c["flops"] += 2 * lanes
+        elif (m := _MUL_RE.match(mn)):
+            c["muls"] += 1
+            c["flops"] += _lanes(ins, *m.groups())
+        elif (m := _ADD_RE.match(mn)):
+            c["adds"] += 1
+            c["flops"] += _lanes(ins, *m.groups())
+        is_bcast_insn = bool(_BCAST_RE.match(mn))
+        if is_bcast_insn:
+            c["broadcasts"] += 1
+        is_move = mn.startswith(("mov", "vmov")) or mn in ("vmaskmovps",)
+        for mem in ins.memory_operands():
+            # a mov's first operand is its destination; other first-operand memory
+            # (add [m], r) is read-modify-write: count as a store and a load
+            dest = mem["index"] == 0 and len(split_operands(ins.operands)) > 1
+            reads = not (dest and is_move)
+            writes = dest
+            if mem["base"] in stack_bases:
+                c["stack_loads"] += reads
+                c["stack_stores"] += writes
+                continue
+            if writes:
+                c["stores"] += 1
+            if not reads:
+                continue
+            if mem["broadcast"]:
+                c["broadcasts"] += 1
+                c["embedded_broadcasts"] += 1
+            elif is_bcast_insn:
+                pass                      # counted as a broadcast above
+            elif mem["size"] is not None and mem["size"] >= 16:
+                c["vector_loads"] += 1
+            else:
+                c["scalar_loads"] += 1
+
+
+# -- aarch64 ----------------------------------------------------------------------------
+
+def _a64_regs(ops: list[str]) -> list[tuple[str, int | None]]:
+    """Transfer registers of a load/store as (kind, bytes): kind ``vector`` (128-bit
+    q/v or scalable z: bytes None for z), ``scalar`` or ``predicate``."""
+    out: list[tuple[str, int | None]] = []
+    for op in ops:
+        if re.match(r"^p\d+(/[mz])?$", op):
+            continue                                  # governing predicate, not data
+        lane = bool(re.search(r"\}\[\d+\]$", op))          # {v0.s}[1]: one element
+        inner = (re.sub(r"\[\d+\]$", "", op) if lane else op).strip("{}")
+        elems = [e.strip() for e in inner.split(",") if e.strip()]
+        regs = []
+        for e in elems:
+            rng = re.match(r"^([vz])(\d+)(\.\w+)?-[vz](\d+)(\.\w+)?$", e)
+            if rng:
+                n = (int(rng.group(4)) - int(rng.group(2))) % 32 + 1
+                regs += [f"{rng.group(1)}{rng.group(2)}{rng.group(3) or ''}"] * n
+            else:
+                regs.append(e)
+        for r in regs:
+            m = _A64_ARR_RE.match(r)
+            if r.startswith("z"):
+                out.append(("vector", None))
+            elif m and r.startswith("v"):
+                if lane:
+                    out.append(("scalar", _A64_ELEM_BITS[m.group(3)] // 8))
+                else:
+                    bits = int(m.group(2) or 1) * _A64_ELEM_BITS[m.group(3)]
+                    out.append(("vector" if bits >= 128 else "scalar", bits // 8))
+            elif r.startswith("p"):
+                out.append(("predicate", None))
+            elif r[:1] in _A64_SCALAR_BYTES and r[1:].isdigit() or r in ("xzr", "wzr"):
+                size = _A64_SCALAR_BYTES[r[0]]
+                out.append(("vector" if size >= 16 else "scalar", size))
+    return out
+
+
+def a64_access(ins: Instruction) -> dict | None:
+    """An A64 load or store: dict(load=bool, regs=[(kind, bytes)], base register or
+    None, broadcast=bool); None for other instructions (prefetches ``prfm``/``prfw``
+    access no data)."""
+    mn = ins.base_mnemonic
+    if not (mn.startswith("ld") or mn.startswith("st")):
+        return None
+    ops = split_operands(ins.operands)
+    mem = next((i for i, op in enumerate(ops) if op.startswith("[")), None)
+    base = None
+    if mem is not None:
+        b = re.match(r"^\[\s*([a-z0-9]+)", ops[mem])
+        base = b.group(1) if b else None
+    return dict(load=mn.startswith("ld"), regs=_a64_regs(ops[:mem] if mem is not None else ops),
+                base=base, broadcast=bool(re.match(r"^ld[1-4]r", mn)))
+
+
+def _a64_lanes(dest: str) -> int | None:
+    """fp lanes of an arithmetic destination: v12.4s -> 4, s3 -> 1, z5.s -> None."""
+    m = _A64_ARR_RE.match(dest)
+    if dest.startswith("z"):
+        return None
+    if m and dest.startswith("v"):
+        return int(m.group(2) or 1)
+    return 1
+
+
+def _count_a64(body: list[Instruction], c: dict, frame_pointer: bool) -> dict:
+    stack_bases = {"sp", "wsp"} | ({"x29"} if frame_pointer else set())
+    extra = dict(fma_by_element=0, fma_predicated=0, scalable=False)
+    for ins in body:
+        mn = ins.base_mnemonic
+        ops = split_operands(ins.operands)
+        if mn in _A64_FMA | _A64_MUL | _A64_ADD and ops:
+            lanes = _a64_lanes(ops[0])
+            if lanes is None:
+                extra["scalable"] = True
+                lanes = 1                                # one vector of VL/32 lanes
+            if mn in _A64_FMA:
+                c["fmas"] += 1
+                c["fma_lanes"] += lanes
+                c["flops"] += 2 * lanes
+                extra["fma_by_element"] += any(re.search(r"\.[hsd]\[\d+\]$", o) for o in ops)
+                extra["fma_predicated"] += any(re.match(r"^p\d+/[mz]$", o) for o in ops)
+            elif mn in _A64_MUL:
+                c["muls"] += 1
+                c["flops"] += lanes
+            else:
+                c["adds"] += 1
+                c["flops"] += lanes
+            continue
+        if mn == "dup" or (mn == "mov" and ops and ops[0].startswith("z")
+                           and len(ops) == 2 and re.match(r"^([bhsdwx]\d+|[zv]\d+\.\w\[\d+\])$",
+                                                          ops[1])):
+            c["broadcasts"] += 1
+            continue
+        acc = a64_access(ins)
+        if acc is None:
+            continue
+        n = len(acc["regs"])
+        if acc["base"] in stack_bases:
+            c["stack_loads" if acc["load"] else "stack_stores"] += n
+        elif not acc["load"]:
+            c["stores"] += n
+        elif acc["broadcast"]:
+            c["broadcasts"] += n
+        else:
+            for kind, _size in acc["regs"]:
+                c["vector_loads" if kind == "vector" else "scalar_loads"] += 1
+    return extra
+
+
+def count(body: list[Instruction], k_unroll: int, frame_pointer: bool) -> LoopInfo:
+    """Count ``body`` (the instructions of one loop iteration, or any straight-line
+    block) as described in the module docstring."""
+    arch = body[0].arch if body else "x86_64"
+    c = _zero_counts()
+    extra = {}
+    if arch == "aarch64":
+        extra = _count_a64(body, c, frame_pointer)
+    else:
+        _count_x86(body, c, frame_pointer)
+    vregs: set[str] = set()
+    for ins in body:
+        vregs.update(ins.vector_registers())
+    if any(r.startswith("z") for r in vregs):      # v<n> and z<n> are one register
+        vregs = {"z" + r[1:] for r in vregs}
+    return LoopInfo(start=min(i.address for i in body), end=max(i.address for i in body),
+                    instructions=tuple(body), k_unroll=k_unroll,
+                    vector_registers=tuple(sorted(vregs, key=_reg_key)),
+                    frame_pointer=frame_pointer, arch=arch, **c, **extra)
+
+
+def _reg_key(r: str):
+    digits = re.search(r"\d+$", r)
+    return (r[0], int(digits.group()) if digits else 0)
+
+
+# -- the control-flow graph -------------------------------------------------------------
+
+def find_loops(ins: list[Instruction]) -> list[list[int]]:
+    """Natural loops of the function's control-flow graph, as sorted instruction
+    indices (one per loop header; back edges to one header are merged).
+
+    Blocks start at the entry, at branch targets and after branches; an edge u -> h is
+    a back edge when h dominates u. Compilers do place parts of a loop after the
+    function's return (seen: GCC's rotated k_unroll=2 loops), so a loop is not always
+    the address range between a target and a backward jump, and a backward ``jmp`` is
+    not always a loop."""
+    if not ins:
+        return []
+    index = {i.address: n for n, i in enumerate(ins)}
+    leaders = {0}
+    for n, i in enumerate(ins):
+        if i.is_branch:
+            if n + 1 < len(ins):
+                leaders.add(n + 1)
+            t = i.branch_target
+            if t is not None and t in index:
+                leaders.add(index[t])
+    starts = sorted(leaders)
+    block_of = {}
+    blocks = []                                   # (first, last) instruction index
+    for b, st in enumerate(starts):
+        end = (starts[b + 1] if b + 1 < len(starts) else len(ins)) - 1
+        blocks.append((st, end))
+        block_of[st] = b
+    succ: list[set[int]] = [set() for _ in blocks]
+    for b, (st, end) in enumerate(blocks):
+        last = ins[end]
+        t = last.branch_target
+        if t is not None and t in index:
+            succ[b].add(block_of[index[t]])
+        if not last.is_unconditional and b + 1 < len(blocks):
+            succ[b].add(b + 1)                   # fall through (also after a conditional)
+    pred: list[set[int]] = [set() for _ in blocks]
+    for b, ss in enumerate(succ):
+        for x in ss:
+            pred[x].add(b)
+    # reachable blocks, then dominators (iterative data flow; functions are small)
+    reach, stack = {0}, [0]
+    while stack:
+        for x in succ[stack.pop()]:
+            if x not in reach:
+                reach.add(x)
+                stack.append(x)
+    allb = frozenset(reach)
+    dom = {b: (frozenset({b}) if b == 0 else allb) for b in reach}
+    changed = True
+    while changed:
+        changed = False
+        for b in sorted(reach - {0}):
+            ps = [dom[p] for p in pred[b] if p in reach]
+            new = frozenset({b}) | (frozenset.intersection(*ps) if ps else frozenset())
+            if new != dom[b]:
+                dom[b], changed = new, True
+    bodies: dict[int, set[int]] = {}
+    for u in reach:
+        for h in succ[u]:
+            if h in dom[u]:                       # back edge u -> h
+                body, work = {h, u}, [u]
+                while work:
+                    x = work.pop()
+                    if x == h:
+                        continue
+                    for p in pred[x]:
+                        if p in reach and p not in body:
+                            body.add(p)
+                            work.append(p)
+                bodies.setdefault(h, set()).update(body)
+    return [sorted(n for b in bodies[h] for n in range(blocks[b][0], blocks[b][1] + 1))
+            for h in sorted(bodies)]
+
+
+def _rank(info: LoopInfo) -> tuple:
+    # a scalable vector holds at least 4 fp32 lanes (VL >= 128 bits)
+    w = 4 if info.scalable else 1
+    return (info.fma_lanes * w, info.flops * w, -info.instructions_total)
+
+
+def all_loops(asm: str, k_unroll: int = 1, arch: str = "x86_64") -> list[tuple[LoopInfo, bool]]:
+    """Every natural loop of a function listing (:func:`find_loops`), counted, with
+    whether it is innermost (no other loop nested inside), in header order."""
+    ins = parse(asm, arch)
+    loops = find_loops(ins)
+    fp = _uses_frame_pointer(ins)
+    sets = [frozenset(lp) for lp in loops]
+    return [(count([ins[n] for n in lp], k_unroll, fp), not any(o < sets[k] for o in sets))
+            for k, lp in enumerate(loops)]
+
+
+def inner_loop(asm: str, k_unroll: int = 1, arch: str = "x86_64") -> LoopInfo:
+    """Find the inner K loop in a function listing (``arch``: ``x86_64`` or
+    ``aarch64``) and count its instructions.
+
+    The loops are the natural loops of the control-flow graph (:func:`find_loops`).
+    The K loop is the one with the most FMA work (FMA lanes, so that 16 scalar
+    ``vfmadd231ss`` of a strided-C epilogue loop do not outrank 12 ymm FMAs; an SVE
+    vector counts as its minimum of 4 lanes; ties: most flops, then the fewest
+    instructions), among the innermost loops (no other loop nested inside) when one
+    of them does floating-point work; per-k counts divide by ``k_unroll`` (pass
+    ``spec.k_unroll``). If the function has no FMA at all (a scalar tile built
+    without -mfma), the loop with the most multiply and add flops is chosen. A loop
+    of several basic blocks counts every block once.
+    Raises ValueError when the listing has no loop.
+    """
+    scored = [(inner, *_rank(info), info) for info, inner in all_loops(asm, k_unroll, arch)]
+    if not scored:
+        raise ValueError("no backward branch (loop) in this listing")
+    if any(s[0] and s[2] for s in scored):
+        scored = [s for s in scored if s[0]]
+    return max(scored, key=lambda s: s[1:4])[4]
+
+
+@functools.lru_cache(maxsize=256)
+def _loop_cached(spec: TileSpec, asm: str) -> LoopInfo:
+    return inner_loop(asm, spec.k_unroll, arch_of(spec))
+
+
+def loop_of(spec: TileSpec | str, source: str | None = None) -> LoopInfo:
+    """Inner K loop of ``spec``'s compiled micro-kernel (per-k counts use k_unroll);
+    ``source`` (C text) replaces the generated micro-kernel. Raises as
+    :func:`microkernel.analysis.disasm.disassemble` does, and ValueError without a
+    loop."""
+    spec = _spec(spec)
+    return _loop_cached(spec, disassemble(spec, source))
+
+
+def spills(spec: TileSpec | str, source: str | None = None) -> int:
+    """Stack accesses (spills + reloads) per iteration of the inner K loop of
+    ``spec``'s compiled micro-kernel (x86: memory operands; aarch64: registers
+    transferred); 0 means the register tile stayed in registers."""
+    return loop_of(spec, source).spills

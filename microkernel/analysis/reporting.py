@@ -1,0 +1,147 @@
+"""Everything ``microkernel asm`` shows, as one JSON-serialisable dict (:func:`report`).
+
+The counts come from :mod:`.loops`, the prediction from :mod:`.llvm_mca`, the
+measurement from :mod:`.measured`; the expectations from the tile itself (what the
+generator emits per k step, :func:`expected`), so that a reader sees where the
+compiler departed from the plan.
+"""
+from __future__ import annotations
+
+import os
+
+from ..tile import TileSpec, register_budget
+from .disasm import SYNTAXES, _spec, arch_of, disassemble, object_path
+from .loops import LoopInfo, _loop_cached
+from .llvm_mca import checked_mcpu, mca
+from .measured import measure as _measure
+from .measured import perf_cycles_available, runnable
+
+__all__ = ["report", "expected"]
+
+
+def expected(spec: TileSpec) -> dict:
+    """What the generated micro-kernel does per k step, from the spec: FMAs and flops
+    (SVE: flops in vectors, 2 x MR x nv), vector loads, broadcasts, scalar loads,
+    by-element FMAs (NEON: A loaded as vectors, lanes picked by the FMA; see
+    :mod:`microkernel.codegen.arm`), predicated FMAs (SVE) and the fp32 lanes per
+    vector (None: SVE)."""
+    nv = spec.vectors_per_row
+    out = {"fmas_per_k": spec.mr * nv,
+           "flops_per_k": 2 * spec.mr * (nv if spec.is_vla else spec.nr),
+           "b_loads_per_k": None if spec.isa == "scalar" else nv,
+           "vector_loads_per_k": None if spec.isa == "scalar" else nv,
+           "broadcasts_per_k": None if spec.isa == "scalar" else spec.mr,
+           "scalar_loads_per_k": spec.mr + spec.nr if spec.isa == "scalar" else None,
+           "fma_by_element_per_k": None,
+           "fma_predicated_per_k": spec.mr * nv if spec.isa == "sve" else None,
+           "lanes": spec.info.lanes}
+    if spec.isa == "neon":
+        from ..codegen.arm import _neon_a_groups
+        groups = _neon_a_groups(spec.mr)
+        out["vector_loads_per_k"] = nv + sum(g[0] == "q" for g in groups)
+        out["scalar_loads_per_k"] = sum(g[0] == "d" for g in groups)
+        out["broadcasts_per_k"] = sum(g[0] == "s" for g in groups)
+        out["fma_by_element_per_k"] = nv * sum(rows for kind, _, rows in groups if kind != "s")
+    return out
+
+
+def _observed_k_steps(spec: TileSpec, loop: LoopInfo) -> float | None:
+    """k steps one loop iteration really does, from its FMA lanes (MR*NR per step);
+    differs from ``k_unroll`` when the compiler unrolled or vectorised across k.
+    None for loops without FMAs (scalar mul + add: packed ops may be half used) and
+    for SVE (lanes unknown at compile time)."""
+    if not loop.fma_lanes or spec.is_vla:
+        return None
+    return loop.fma_lanes / (spec.mr * spec.nr)
+
+
+def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = True,
+           full: bool = False, kc: int = 256, reps: int = 1000,
+           source: str | None = None, source_path=None) -> dict:
+    """Everything ``microkernel asm`` shows, as a JSON-serialisable dict.
+
+    Keys: name, isa, arch, symbol, syntax (intel or a64), shared_object (the object
+    disassembled), loop (counts per iteration and per k step, the loop listing; see
+    :meth:`LoopInfo.to_dict`), expected (per k step from the spec, :func:`expected`),
+    register_budget, mca (None when llvm-mca is missing, then ``mca_missing``;
+    ``mca_error`` when it failed), measured ({"runnable": False, "reason": ..} when
+    the ISA does not run here; not timed when ``measure`` is False), function (the
+    whole listing, only when ``full``), notes (what a reader must know, e.g. SVE
+    counts in vectors), and flat keys for tables such as the sweep's: ``spills``
+    (stack accesses per loop iteration, as :func:`spills`), ``fmas_per_k``,
+    ``predicted_cycles_per_k`` (llvm-mca simulated, or None),
+    ``predicted_bound_cycles_per_k`` (max of llvm-mca's resource bound and the FMA
+    bound, or None) and ``measured_cycles_per_k`` (or None). ``source`` (C text)
+    replaces the generated micro-kernel; ``source_path``, the file it came from, is
+    where compile errors point.
+
+    Raises TileError (bad name), NotImplementedError (an x86 ISA on a non-x86 host),
+    CrossToolsMissing / CrossError (aarch64 tools missing, compile failure),
+    BuildError, RuntimeError (objdump), ValueError (no loop in the micro-kernel).
+    """
+    from .. import codegen
+    spec = _spec(spec)
+    arch = arch_of(spec)
+    asm = disassemble(spec, source, source_path)
+    loop = _loop_cached(spec, asm)
+    b = register_budget(spec)
+    out: dict = {
+        "name": spec.name, "isa": spec.isa, "arch": arch, "mr": spec.mr, "nr": spec.nr,
+        "k_unroll": spec.k_unroll, "symbol": codegen.symbol(spec),
+        "syntax": SYNTAXES.get(arch, arch),
+        "shared_object": os.fspath(object_path(spec, source, source_path)),
+        "loop": loop.to_dict(),
+        "k_steps_per_iteration": _observed_k_steps(spec, loop),
+        "expected": expected(spec),
+        "register_budget": {
+            "accumulators": b.accumulators, "b_vectors": b.b_vectors,
+            "broadcasts": b.broadcasts, "needed": b.needed, "available": b.available,
+            "min_accumulators": b.min_accumulators,
+            "hides_fma_latency": b.hides_fma_latency, "near_limit": b.near_limit,
+            "used_in_loop": len(loop.vector_registers)},
+        "notes": [],
+    }
+    if spec.is_vla:
+        out["nr_unit"] = "vectors"
+        out["notes"].append(
+            "SVE: the vector length is unknown at compile time; NR, FMA lanes and flops "
+            f"are counted in vectors (NR = {spec.vectors_per_row} x VL/32 lanes at run time)")
+    if arch == "aarch64":
+        out["notes"].append("aarch64 counts are registers transferred: ldp/stp and "
+                            "multi-register ld1/st1 count each register")
+    if source is not None:
+        out["source"] = (os.fspath(source_path) if source_path is not None
+                         else "user source (replaces the generated micro-kernel)")
+    try:
+        cpu, note = checked_mcpu(spec.isa, mcpu, spec.info.fma_units)
+        m = mca(loop, cpu, k_unroll=spec.k_unroll, fma_units=spec.info.fma_units)
+        out["mca"] = m.to_dict() if m else None
+        if m is not None:
+            out["mca"]["model_note"] = note
+        if m is None:
+            out["mca_missing"] = "llvm-mca not installed"
+    except RuntimeError as exc:
+        out["mca"] = None
+        out["mca_error"] = str(exc)
+    ok, why = runnable(spec)
+    if not ok:
+        out["measured"] = {"runnable": False, "reason": why}
+    elif not measure:
+        out["measured"] = {"runnable": True, "reason": "not measured (--no-measure)"}
+    elif source is not None:
+        out["measured"] = {"runnable": True, "reason": "not measured (the measurement "
+                           "times the generated micro-kernel, not a source)"}
+    else:
+        mm = _measure(spec, kc=kc, reps=reps)
+        out["measured"] = {"runnable": True, **mm.to_dict(),
+                           "perf_stat_cycles_available": perf_cycles_available()}
+    if full:
+        out["function"] = asm.splitlines()
+    m = out.get("mca")
+    out["spills"] = loop.spills
+    out["fmas_per_k"] = loop.per_k("fmas")
+    out["predicted_cycles_per_k"] = m["cycles_per_k"] if m else None
+    out["predicted_bound_cycles_per_k"] = (
+        max(m["rthroughput_per_k"], m["fma_bound_per_k"]) if m else None)
+    out["measured_cycles_per_k"] = out["measured"].get("cycles_per_k")
+    return out

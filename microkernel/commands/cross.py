@@ -1,0 +1,136 @@
+"""``microkernel cross``: arguments, the table and JSON of :mod:`microkernel.cross`.
+
+Exit status: 0 when every emulated run passes, 1 on a failure, 2 when the tools are
+missing, the harness does not build, or an argument is bad.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..cross import (CUBES, DEFAULT_KERNELS, DEFAULT_VLS, NEON_CPU, CrossError, CrossReport,
+                     CrossToolsMissing, KernelRun, check_specs, cross_validate)
+from ..tile import TileError
+
+__all__ = ["add_arguments", "run", "main"]
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    """argparse type: SVE vector lengths in bits, ``128,256``."""
+    try:
+        vals = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    for v in vals:
+        if v % 128 or not 128 <= v <= 2048:
+            raise argparse.ArgumentTypeError(
+                f"SVE vector length {v}: bits, a multiple of 128 in 128..2048")
+    return vals
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``microkernel cross``."""
+    parser.add_argument("--vl", type=_int_list, default=DEFAULT_VLS, metavar="BITS,...",
+                        help="SVE vector lengths in bits (default: "
+                             f"{','.join(map(str, DEFAULT_VLS))}; qemu gets them in bytes)")
+    parser.add_argument("--neon-cpu", default=NEON_CPU, metavar="CPU",
+                        help=f"qemu -cpu of the NEON-only run (default {NEON_CPU}; "
+                             f"'none' skips it)")
+    parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS), metavar="NAME,...",
+                        help="aarch64 tiles to check, built-in or any legal name such as "
+                             "sve_4x3v or neon_4x16 (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true",
+                        help="reduced catalogue: one case per M/N remainder, no 'medium'")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="qemu processes at a time (default: CPUs, at most one per config)")
+    parser.add_argument("--seed", type=int, default=0, help="operand seed")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="seconds per emulated run (default 600)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+def _cell(k: KernelRun | None) -> str:
+    if k is None:
+        return "-"
+    if k.cases == 0 and k.refused:
+        return f"refused {k.refused}" if not k.failures else "[red]FAIL[/]"
+    cell = f"{k.passed}/{k.cases}"
+    return cell if not k.failures else f"[red]{cell}[/]"
+
+
+def _print_table(rep: CrossReport) -> None:
+    """One column per emulated CPU: the VL asked for and the VL the SVE code saw,
+    the probe's choice, then cases passed/executed per kernel."""
+    from rich.console import Console
+    from rich.table import Table
+    console = Console()
+    t = Table(title="microkernel cross: aarch64 kernels under qemu (correctness only)")
+    t.add_column("")
+    for r in rep.runs:
+        t.add_column(r.label, justify="right")
+    t.add_row("requested VL", *[str(r.requested_vl_bits or "-") for r in rep.runs])
+    t.add_row("observed VL", *[str(r.observed_vl_bits or "none") for r in rep.runs])
+    t.add_row("probe chose", *[r.chosen_isa or "?" for r in rep.runs])
+    names = list(dict.fromkeys(k for r in rep.runs for k in r.kernels))
+    for name in names:
+        t.add_row(name, *[_cell(r.kernels.get(name)) for r in rep.runs])
+    for name in names:
+        if any(r.kernels[name].isa == "sve" for r in rep.runs if name in r.kernels):
+            t.add_row(f"{name} NR", *[str(r.kernels[name].nr or "-") if name in r.kernels
+                                       else "-" for r in rep.runs])
+    t.add_row("status", *["[green]ok[/]" if r.ok else "[red]FAIL[/]" for r in rep.runs])
+    console.print(t)
+    console.print("VL in bits, observed = svcntw()*32 inside SVE code; "
+                  "cells: cases passed/executed (edge catalogue + cubes M=N=K in "
+                  f"{{{', '.join(map(str, CUBES))}}}); refused: never executed, the probe "
+                  "did not clear the ISA", highlight=False)
+    console.print("qemu -cpu: " + "; ".join(f"{r.label}={r.cpu}" for r in rep.runs),
+                  highlight=False)
+    for r in rep.runs:
+        for e in r.errors:
+            console.print(f"[red]{r.label}: {e}[/]", highlight=False)
+        for k in r.kernels.values():
+            for f in k.failures[:10]:
+                console.print(f"[red]{r.label} {k.kernel} {f['case']}: {f.get('detail', '')}[/]",
+                              highlight=False)
+            if len(k.failures) > 10:
+                console.print(f"[red]{r.label} {k.kernel}: {len(k.failures) - 10} more failures[/]")
+    for r in rep.runs:
+        if r.forced_sve_error:
+            console.print(f"{r.label}: MICROKERNEL_ISA=sve -> {r.forced_sve_error}",
+                          highlight=False)
+    console.print("[green]PASS[/]" if rep.ok else "[red]FAIL[/]")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``microkernel cross``: 0 when every run passes, 1 on a failure, 2 when the
+    tools are missing or the harness does not build."""
+    neon_cpu = None if str(args.neon_cpu).lower() in ("", "none", "off") else args.neon_cpu
+    try:
+        specs = check_specs([s.strip() for s in args.kernels.split(",") if s.strip()])
+        rep = cross_validate(specs, args.vl, neon_cpu, quick=args.quick, jobs=args.jobs,
+                             seed=args.seed, timeout=args.timeout)
+    except (CrossToolsMissing, CrossError, TileError, ValueError) as exc:
+        if getattr(args, "json", False):
+            print(json.dumps({"ok": False, "error": str(exc)}))
+        else:
+            print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2))
+    else:
+        _print_table(rep)
+    return 0 if rep.ok else 1
+
+
+def main(argv=None) -> int:
+    """``python -m microkernel.commands.cross``: the command alone."""
+    parser = add_arguments(argparse.ArgumentParser(
+        prog="microkernel cross", description=(__doc__ or "").split("\n\n")[0]))
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
