@@ -380,7 +380,10 @@ MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B)
 
 /* e + beta * c in C's type: fp32 arithmetic, or int32 arithmetic that wraps (done in
  * uint32_t, so a result past int32 wraps as two's complement with no UB). */
-#if MK_TYPED
+#ifndef MK_INT_C
+#define MK_INT_C 0      /* 1: C is int32_t (a typed module of an integer tile says so) */
+#endif
+#if MK_INT_C
 #define MK_AXPBY(e, beta, c) ((MK_TC)((uint32_t)(e) + (uint32_t)(beta) * (uint32_t)(c)))
 #else
 #define MK_AXPBY(e, beta, c) ((e) + (beta) * (c))

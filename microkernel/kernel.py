@@ -32,6 +32,66 @@ double mk_fma_peak(int64_t iters, double *flops);
 int64_t mk_workspace_bytes(void);
 """
 
+#: The typed modules' entry points (a typed tile: microkernel.dtypes): the same as CDEF's
+#: with every operand and scalar behind a void pointer of the tile's types (A and B in
+#: their storage types, alpha, beta and C of C's type), and the micro-kernel on packed
+#: panels of the panel types.
+CDEF_TYPED = """
+typedef struct { int64_t kc, mc, nc; } mk_blocking;
+int64_t mk_mr(void);
+int64_t mk_nr(void);
+int64_t mk_kgroup(void);
+void mk_ukernel_t(int64_t kc, const void *alpha, const void *a, const void *b,
+                  const void *beta, void *c, int64_t rs_c, int64_t cs_c);
+int mk_gemm_t(int64_t m, int64_t n, int64_t k, const void *alpha,
+              const void *a, int64_t rs_a, int64_t cs_a,
+              const void *b, int64_t rs_b, int64_t cs_b,
+              const void *beta, void *c, int64_t rs_c, int64_t cs_c,
+              const mk_blocking *blk, int nthreads);
+double mk_time_ukernel(int64_t kc, int64_t reps);
+double mk_fma_peak(int64_t iters, double *flops);
+int64_t mk_workspace_bytes(void);
+"""
+
+GLUE_TYPED = """
+{specialise}
+#include "driver.c"
+#include "timing.c"
+
+{desc}
+static mk_ukernel_desc mk_desc(void)
+{{
+    mk_ukernel_desc d;
+    mk_fill_desc(&d);
+    return d;
+}}
+int64_t mk_mr(void) {{ return {mr}; }}
+int64_t mk_nr(void) {{ return {nr}; }}
+int64_t mk_kgroup(void) {{ return MK_G; }}
+void mk_ukernel_t(int64_t kc, const void *alpha, const void *a, const void *b,
+                  const void *beta, void *c, int64_t rs_c, int64_t cs_c)
+{{
+    {sym}(kc, (const MK_TC *)alpha, (const MK_TA *)a, (const MK_TB *)b,
+          (const MK_TC *)beta, (MK_TC *)c, rs_c, cs_c);
+}}
+int mk_gemm_t(int64_t m, int64_t n, int64_t k, const void *alpha,
+              const void *a, int64_t rs_a, int64_t cs_a,
+              const void *b, int64_t rs_b, int64_t cs_b,
+              const void *beta, void *c, int64_t rs_c, int64_t cs_c,
+              const mk_blocking *blk, int nthreads)
+{{
+    mk_ukernel_desc d = mk_desc();
+    return mk_gemm_driver(&d, blk, m, n, k, *(const MK_TC *)alpha,
+                          (const MK_SA *)a, rs_a, cs_a, (const MK_SB *)b, rs_b, cs_b,
+                          *(const MK_TC *)beta, (MK_TC *)c, rs_c, cs_c, nthreads);
+}}
+double mk_time_ukernel(int64_t kc, int64_t reps)
+{{
+    mk_ukernel_desc d = mk_desc();
+    return mk_time_ukernel_desc(&d, kc, reps);
+}}
+"""
+
 #: Vector width (bytes) at which the driver aligns C tiles (MK_C_ALIGN in driver.c): a
 #: vector of a whole cache line splits a line at every unaligned access to C (numpy's
 #: buffers start 16 bytes past a 64-byte boundary). A gain on Sapphire Rapids, level on
@@ -160,14 +220,17 @@ def module_source(spec: TileSpec, ukernel_source: str | None = None,
         # C tiles on 64-byte boundaries (driver.c, MK_C_ALIGN); a source may set its own
         specialise += (f"\n#ifndef MK_C_ALIGN\n#define MK_C_ALIGN {C_ALIGN_VECTOR_BYTES}"
                        f"\n#endif")
-    glue = GLUE.format(mr=spec.mr, nr=nr, sym=sym, specialise=specialise,
-                       desc=codegen.desc_function(spec, "mk_fill_desc", static=True))
+    typed = codegen.layout(spec).typed
+    glue = (GLUE_TYPED if typed else GLUE).format(
+        mr=spec.mr, nr=nr, sym=sym, specialise=specialise,
+        desc=codegen.desc_function(spec, "mk_fill_desc", static=True))
     ukernel = codegen.generate(spec) if ukernel_source is None else ukernel_source
     if ukernel_source is not None and source_path is not None:
         quoted = os.fspath(source_path).replace("\\", "\\\\").replace('"', '\\"')
         ukernel = (f'#line 1 "{quoted}"\n' + ukernel.rstrip("\n")
                    + f'\n#line 1 "<{spec.name} module: peak loop and driver glue>"\n')
-    return "\n".join([ukernel, codegen.generate_peak(spec.isa), glue])
+    return "\n".join([codegen.module_defines(spec), ukernel,
+                      codegen.generate_peak(spec.isa, spec.types), glue])
 
 
 def _build_args(spec: TileSpec, ukernel_source: str | None = None,
@@ -175,10 +238,12 @@ def _build_args(spec: TileSpec, ukernel_source: str | None = None,
     src_dir = build.c_src_dir()
     return dict(
         name=spec.name if ukernel_source is None else f"{spec.name}_src",
-        cdef=CDEF, source=module_source(spec, ukernel_source, source_path),
+        cdef=CDEF_TYPED if codegen.layout(spec).typed else CDEF,
+        source=module_source(spec, ukernel_source, source_path),
         cflags=COMMON_CFLAGS + spec.info.cflags, include_dirs=(str(src_dir),),
         ldflags=("-fopenmp",),
-        depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h"])
+        depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h",
+                 src_dir / "mk_convert.h"])
 
 
 def compile_only(spec: TileSpec):

@@ -293,7 +293,8 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     """A static ranking for an ISA this machine need not run: each candidate is
     generated and compiled (not executed), its inner K loop read from the object code,
     and llvm-mca (``-mcpu``, default per ISA) predicts cycles per k step. Ranked by
-    predicted FMA-unit utilisation = (FMAs per k / FMA units) / predicted cycles per k.
+    predicted FMA-unit utilisation = (FMAs per k / FMA units) / predicted cycles per k,
+    tiles whose K loop spills after all that do not.
     Returns a dict with ``rows`` (name, registers, spills, predicted cycles per k,
     predicted utilisation), ``mcpu`` and ``predicted: True``.
 
@@ -334,7 +335,9 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
         rows.append(row)
     if all(r["predicted_cycles_per_k"] is None for r in rows):
         raise SweepError(f"no {isa} tile could be analysed: {errors[0] if errors else rows[0]['error']}")
-    rows.sort(key=lambda r: -(r["predicted_utilisation"] or -1))
+    # a tile that spills is ranked after every one that does not: llvm-mca's model
+    # absorbs the stack traffic, a real core's load ports and store forwarding do not
+    rows.sort(key=lambda r: (bool(r["spills"]), -(r["predicted_utilisation"] or -1)))
     mc = next((r.get("mcpu") for r in rows if r.get("mcpu")), mcpu)
     return {"isa": isa, "predicted": True, "mcpu": mc, "rows": rows,
             "leader": rows[0]["name"], "default": default.name}

@@ -107,7 +107,7 @@ def module_defines(spec: TileSpec) -> str:
              f"#define MK_SA {lay.sa}", f"#define MK_SB {lay.sb}",
              f"#define MK_TA {lay.ta}", f"#define MK_TB {lay.tb}",
              f"#define MK_GA {lay.ga}", f"#define MK_GB {lay.gb}",
-             f"#define MK_TC {lay.tc}",
+             f"#define MK_TC {lay.tc}", f"#define MK_INT_C {int(lay.tc != 'float')}",
              f"#define MK_CVT_A(x) {lay.cvt_a}", f"#define MK_CVT_B(x) {lay.cvt_b}"]
     if lay.fill_a:
         lines.append(f"#define MK_FILL_A(i) {lay.fill_a}")
