@@ -442,7 +442,8 @@ def validate(kernel, cases=VALIDATION_CASES, *, seed: int = 0) -> list:
 
 def add_port_arguments(parser) -> None:
     """Arguments of ``microkernel port``: NAME [--json] [--validate] [--vector-bits B]
-    [--threads T] [--bk K] [--no-compile] [--mma {f16,bf16,tf32} [--smem M] [--stages S]]."""
+    [--threads T] [--bk K] [--no-compile] [--mma {f16,bf16,tf32} [--smem M] [--stages S]]
+    [--arch A|all]."""
     parser.add_argument("name", metavar="NAME",
                         help="CPU tile to port, e.g. avx512_8x16, avx2_6x16, sve_8x2v")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -460,6 +461,11 @@ def add_port_arguments(parser) -> None:
     parser.add_argument("--smem", choices=("swizzle", "pad", "none"), default=None,
                         help="with --mma: the shared-memory layout (default swizzle)")
     parser.add_argument("--stages", type=int, default=None, help="with --mma: cp.async stages")
+    parser.add_argument("--arch", default=None, metavar="A",
+                        help="model the port on target A (sm_80, sm_90, cdna2, cdna3, rdna3, "
+                             "mali-valhall, adreno-7xx) or 'all' (a table across targets); "
+                             "with --mma P its matrix instructions take P inputs: "
+                             "see gpu/port_targets.py")
 
 
 def _render(report: dict) -> None:
@@ -524,6 +530,9 @@ def run_port(args) -> int:
     :func:`add_port_arguments`). Prints a rich table, or JSON with ``--json``.
     Returns 0, 1 when validation fails, 2 on a bad tile name or configuration."""
     from ..tile import TileError
+    if getattr(args, "arch", None):
+        from .port_targets import run_arch_port
+        return run_arch_port(args)
     if getattr(args, "mma", None):
         from .mma_port import run_mma_port
         return run_mma_port(args)
