@@ -67,7 +67,8 @@ if "microkernel" not in sys.modules:           # bypass microkernel/__init__ (cf
     _pkg.__path__ = [str(ROOT / "microkernel")]
     sys.modules["microkernel"] = _pkg
 
-from microkernel.tile import BUILTIN_TILES  # noqa: E402
+from microkernel.registry import BUILTIN as _ALL_TILES  # noqa: E402
+BUILTIN_TILES = [s for s in _ALL_TILES if s.types == "f32"]
 from microkernel.gpu import kernel as gk  # noqa: E402
 from microkernel.gpu import occupancy as occ  # noqa: E402
 from microkernel.gpu import port as gp  # noqa: E402

@@ -14,6 +14,10 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #  define MK_X86 1
 #  include <cpuid.h>
+#  if defined(__linux__)
+#    include <sys/syscall.h>
+#    include <unistd.h>
+#  endif
 #elif defined(__aarch64__) && defined(__linux__)
 #  define MK_ARM_LINUX 1
 #  include <sys/auxv.h>
@@ -43,6 +47,16 @@ static void copy_trimmed(char *dst, size_t cap, const char *src, size_t n)
     if (e - b >= cap) e = b + cap - 1;
     memcpy(dst, src + b, e - b);
     dst[e - b] = '\0';
+}
+
+/* The typed x86 ISAs from the decoded bits (amx_permitted as set by the caller). */
+static void mk_probe_typed_x86(mk_cpu_features *out)
+{
+    out->usable_avx512bf16 = out->usable_avx512 && out->avx512_bf16;
+    out->usable_avx512fp16 = out->usable_avx512 && out->avx512_fp16;
+    out->usable_avx512vnni = out->usable_avx512 && out->avx512_vnni;
+    out->usable_amx = out->usable_avx512 && out->amx_tile && out->amx_bf16 &&
+                      out->amx_int8 && out->os_amx && out->amx_permitted;
 }
 
 int mk_probe_decode_x86(const mk_x86_regs *r, uint64_t xcr0, mk_cpu_features *out)
@@ -101,6 +115,8 @@ int mk_probe_decode_x86(const mk_x86_regs *r, uint64_t xcr0, mk_cpu_features *ou
         out->avx512_vnni = BIT(r->leaf7_0.ecx, 11);
         out->avx512_fp16 = BIT(r->leaf7_0.edx, 23);
         out->amx_tile    = BIT(r->leaf7_0.edx, 24);
+        out->amx_bf16    = BIT(r->leaf7_0.edx, 22);
+        out->amx_int8    = BIT(r->leaf7_0.edx, 25);
         if (r->leaf7_0.eax >= 1)      /* max subleaf of leaf 7 */
             out->avx512_bf16 = BIT(r->leaf7_1.eax, 5);
     }
@@ -114,6 +130,7 @@ int mk_probe_decode_x86(const mk_x86_regs *r, uint64_t xcr0, mk_cpu_features *ou
     out->usable_avx2 = out->avx && out->fma && out->avx2 && out->osxsave && out->os_ymm;
     out->usable_avx512 = out->usable_avx2 && out->avx512f && out->avx512dq &&
                          out->avx512bw && out->avx512vl && out->os_zmm;
+    mk_probe_typed_x86(out);
     return 0;
 }
 
@@ -170,6 +187,18 @@ int mk_probe_read_x86(mk_x86_regs *r, uint64_t *xcr0)
 #define MK_HWCAP_CPUID  (1ull << 11)
 #define MK_HWCAP_SVE    (1ull << 22)
 #define MK_HWCAP2_SVE2  (1ull << 1)
+#define MK_HWCAP_ASIMDHP   (1ull << 10)
+#define MK_HWCAP_ASIMDDP   (1ull << 20)
+#define MK_HWCAP_ASIMDFHM  (1ull << 23)
+#define MK_HWCAP2_SVEI8MM  (1ull << 9)
+#define MK_HWCAP2_SVEBF16  (1ull << 12)
+#define MK_HWCAP2_I8MM     (1ull << 13)
+#define MK_HWCAP2_BF16     (1ull << 14)
+#define MK_HWCAP2_SME      (1ull << 23)
+#define MK_HWCAP2_SME_I8I32   (1ull << 26)
+#define MK_HWCAP2_SME_F16F32  (1ull << 27)
+#define MK_HWCAP2_SME_B16F32  (1ull << 28)
+#define MK_HWCAP2_SME_F32F32  (1ull << 29)
 
 /* MIDR_EL1 implementer codes (Arm ARM, "MIDR_EL1, Main ID Register"). */
 static const char *arm_implementer(unsigned code)
@@ -188,6 +217,38 @@ static const char *arm_implementer(unsigned code)
     case 0xc0: return "Ampere";
     default:   return NULL;
     }
+}
+
+int mk_probe_decode_arm2(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
+                         uint32_t sme_vl_bytes, uint64_t midr, mk_cpu_features *out)
+{
+    extern int mk_probe_decode_arm(uint64_t, uint64_t, uint32_t, uint64_t, mk_cpu_features *);
+    int rc = mk_probe_decode_arm(hwcap, hwcap2, sve_vl_bytes, midr, out);
+    if (rc)
+        return rc;
+    out->asimdhp = (hwcap & MK_HWCAP_ASIMDHP) != 0;
+    out->asimddp = (hwcap & MK_HWCAP_ASIMDDP) != 0;
+    out->asimdfhm = (hwcap & MK_HWCAP_ASIMDFHM) != 0;
+    out->i8mm = (hwcap2 & MK_HWCAP2_I8MM) != 0;
+    out->bf16 = (hwcap2 & MK_HWCAP2_BF16) != 0;
+    out->svei8mm = out->sve && (hwcap2 & MK_HWCAP2_SVEI8MM) != 0;
+    out->svebf16 = out->sve && (hwcap2 & MK_HWCAP2_SVEBF16) != 0;
+    out->sme = (hwcap2 & MK_HWCAP2_SME) != 0;
+    out->sme_i8i32 = out->sme && (hwcap2 & MK_HWCAP2_SME_I8I32) != 0;
+    out->sme_f16f32 = out->sme && (hwcap2 & MK_HWCAP2_SME_F16F32) != 0;
+    out->sme_b16f32 = out->sme && (hwcap2 & MK_HWCAP2_SME_B16F32) != 0;
+    out->sme_f32f32 = out->sme && (hwcap2 & MK_HWCAP2_SME_F32F32) != 0;
+    if (out->sme)
+        out->sme_vector_bits = (int)(sme_vl_bytes & 0xffffu) * 8;
+    out->usable_neondot = out->usable_neon && out->asimddp;
+    out->usable_neoni8mm = out->usable_neon && out->i8mm;
+    out->usable_neonbf16 = out->usable_neon && out->bf16;
+    out->usable_neonfp16 = out->usable_neon && out->asimdhp;
+    out->usable_svei8mm = out->usable_sve && out->svei8mm;
+    out->usable_svebf16 = out->usable_sve && out->svebf16;
+    /* the streaming VL of an SME kernel: at least 128 bits, or the report is broken */
+    out->usable_sme = out->sme && out->sme_f32f32 && out->sme_vector_bits >= 128;
+    return 0;
 }
 
 int mk_probe_decode_arm(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
@@ -225,6 +286,25 @@ int mk_probe_decode_arm(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
 
 /* ---- the running CPU ------------------------------------------------------ */
 
+int mk_probe_request_amx(void)
+{
+#if defined(MK_X86) && defined(__linux__)
+    /* Linux Documentation/arch/x86/xstate.rst: the AMX tile data state (XSTATE
+     * component 18, XFEATURE_XTILEDATA) is enabled in XCR0 but trapped until the
+     * process asks for it; ARCH_GET_XCOMP_PERM then lists the permitted components. */
+    const long ARCH_GET_XCOMP_PERM = 0x1022, ARCH_REQ_XCOMP_PERM = 0x1023;
+    const int XFEATURE_XTILEDATA = 18;
+    unsigned long bitmask = 0;
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
+        return 0;
+    if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &bitmask) != 0)
+        return 0;
+    return (bitmask & (1ul << XFEATURE_XTILEDATA)) != 0;
+#else
+    return 0;
+#endif
+}
+
 int mk_probe(mk_cpu_features *out)
 {
     if (!out) return -1;
@@ -233,19 +313,28 @@ int mk_probe(mk_cpu_features *out)
         mk_x86_regs r;
         uint64_t xcr0;
         mk_probe_read_x86(&r, &xcr0);
-        return mk_probe_decode_x86(&r, xcr0, out);
+        int rc = mk_probe_decode_x86(&r, xcr0, out);
+        if (rc == 0 && out->amx_tile && out->os_amx) {
+            out->amx_permitted = mk_probe_request_amx();
+            mk_probe_typed_x86(out);
+        }
+        return rc;
     }
 #elif defined(MK_ARM_LINUX)
     {
         uint64_t hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2), midr = 0;
-        uint32_t vl = 0;
+        uint32_t vl = 0, svl = 0;
         if (hwcap & MK_HWCAP_SVE) {          /* prctl fails (EINVAL) without SVE */
             int r = prctl(PR_SVE_GET_VL, 0, 0, 0, 0);
             if (r > 0) vl = (uint32_t)r & 0xffffu;
         }
+        if (hwcap2 & MK_HWCAP2_SME) {        /* PR_SME_GET_VL = 64 (linux/prctl.h) */
+            int r = prctl(64, 0, 0, 0, 0);
+            if (r > 0) svl = (uint32_t)r & 0xffffu;
+        }
         if (hwcap & MK_HWCAP_CPUID)          /* kernel emulates MRS of ID registers */
             __asm__ volatile("mrs %0, MIDR_EL1" : "=r"(midr));
-        return mk_probe_decode_arm(hwcap, hwcap2, vl, midr, out);
+        return mk_probe_decode_arm2(hwcap, hwcap2, vl, svl, midr, out);
     }
 #else
     memset(out, 0, sizeof *out);

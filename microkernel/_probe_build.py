@@ -60,16 +60,27 @@ typedef struct {
     int avx512_bf16, avx512_fp16, amx_tile;
     uint64_t xcr0;
     int os_ymm, os_zmm, os_amx;
+    int amx_bf16, amx_int8;
+    int amx_permitted;
     uint64_t hwcap, hwcap2, midr;
     int neon, sve, sve2;
     int sve_vector_bits;
+    int asimdhp, asimddp, asimdfhm, i8mm, bf16, svei8mm, svebf16;
+    int sme, sme_i8i32, sme_f16f32, sme_b16f32, sme_f32f32;
+    int sme_vector_bits;
     int usable_avx2, usable_avx512, usable_neon, usable_sve;
+    int usable_avx512bf16, usable_avx512fp16, usable_avx512vnni, usable_amx;
+    int usable_neondot, usable_neoni8mm, usable_neonbf16, usable_neonfp16;
+    int usable_svei8mm, usable_svebf16, usable_sme;
 } mk_cpu_features;
 
 int mk_probe_decode_x86(const mk_x86_regs *regs, uint64_t xcr0, mk_cpu_features *out);
 int mk_probe_decode_arm(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
                         uint64_t midr, mk_cpu_features *out);
+int mk_probe_decode_arm2(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
+                         uint32_t sme_vl_bytes, uint64_t midr, mk_cpu_features *out);
 int mk_probe_read_x86(mk_x86_regs *regs, uint64_t *xcr0);
+int mk_probe_request_amx(void);
 int mk_probe(mk_cpu_features *out);
 """
 

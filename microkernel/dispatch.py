@@ -43,11 +43,15 @@ def usable_isas() -> tuple[str, ...]:
         raise IsaUnavailableError(
             f"MICROKERNEL_ISA={forced}: this CPU/OS cannot run {forced} "
             f"(the probe found: {', '.join(info.isas)})")
-    return tuple(dict.fromkeys(("scalar", forced)))
+    # the forced ISA, plus scalar; a typed ISA keeps its base fp32 ISA usable too
+    base = [i for i in info.isas if ISAS[i].implied == "f32" and i != "scalar"]
+    keep = ("scalar", forced) if ISAS[forced].implied == "f32" else ("scalar", base[-1], forced)
+    return tuple(i for i in info.isas if i in keep)
 
 
 def best_isa() -> str:
-    return usable_isas()[-1]
+    """The best usable ISA of fp32 tiles (typed ISAs serve their own types only)."""
+    return [i for i in usable_isas() if ISAS[i].implied == "f32"][-1]
 
 
 def default_tile(isa: str | None = None) -> TileSpec:
@@ -60,12 +64,15 @@ def default_tile(isa: str | None = None) -> TileSpec:
         raise IsaUnavailableError(f"no built-in tile for ISA {isa!r}") from None
 
 
-def kernels() -> list[str]:
-    """Names of the built-in kernels this machine can run, best ISA first."""
+def kernels(types: str | None = "f32") -> list[str]:
+    """Names of the built-in kernels this machine can run, best ISA first: of input
+    ``types`` (default fp32; None: every type)."""
     usable = usable_isas()
-    runnable = [s for s in registry.BUILTIN if s.isa in usable]
+    runnable = [s for s in registry.BUILTIN if s.isa in usable
+                and (types is None or s.types == types)]
     # best ISA first, each ISA's default first
-    runnable.sort(key=lambda s: (-usable.index(s.isa), s != registry.default(s.isa)))
+    runnable.sort(key=lambda s: (-usable.index(s.isa), s.types != "f32",
+                                 s != registry.default(s.isa)))
     return [s.name for s in runnable]
 
 

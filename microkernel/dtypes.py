@@ -136,8 +136,9 @@ def types_of(a_dtype, b_dtype) -> GemmTypes:
     name = _BY_INPUTS.get((a, b))
     if name is None:
         pairs = ", ".join(f"{x} @ {y}" for x, y in _BY_INPUTS)
-        raise TypeError(f"A is {np.dtype(a_dtype)} and B is {np.dtype(b_dtype)}: gemm "
-                        f"supports {pairs} (bfloat16 = ml_dtypes.bfloat16)")
+        raise TypeError(f"A has dtype {np.dtype(a_dtype)} and B has dtype {np.dtype(b_dtype)}: "
+                        f"gemm supports {pairs} (bfloat16 = ml_dtypes.bfloat16; convert "
+                        f"with .astype(numpy.float32) for an fp32 GEMM)")
     return TYPES[name]
 
 

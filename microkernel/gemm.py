@@ -156,13 +156,16 @@ def _kernel(kernel):
 
 def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
          blocking=None):
-    """C := alpha * A @ B + beta * C in float32, with BLAS semantics.
+    """C := alpha * A @ B + beta * C, with BLAS semantics.
 
     Parameters
     ----------
     A : ndarray, float32, shape (m, k)
     B : ndarray, float32, shape (k, n)
-        Any 2-D views: transposed, sliced, negative strides, unaligned.
+        Any 2-D views: transposed, sliced, negative strides, unaligned. bfloat16
+        (``ml_dtypes.bfloat16``), float16, int8 and uint8 inputs go to
+        :func:`microkernel.gemm_typed.gemm_typed` (float32 C, or int32 C for integers;
+        :mod:`microkernel.dtypes` has the pairs, accumulators and error bounds).
     C : ndarray, float32, shape (m, n), optional
         Updated in place and returned. None: a new array (then beta must be 0).
     alpha, beta : real
@@ -190,6 +193,12 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     IsaUnavailableError, TileError
         From kernel selection (see ``microkernel.get_kernel``).
     """
+    if (type(A) is np.ndarray and type(B) is np.ndarray
+            and not (A.dtype is _F32 and B.dtype is _F32)      # the fast test first
+            and (A.dtype != _F32 or B.dtype != _F32)):
+        from .gemm_typed import gemm_typed                   # bf16, fp16, int8 inputs
+        return gemm_typed(A, B, C, alpha=alpha, beta=beta, kernel=kernel,
+                          threads=threads, blocking=blocking)
     _check_operand("A", A)
     _check_operand("B", B)
     if type(alpha) is not float:
@@ -225,6 +234,9 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         return C
 
     kern = _kernel(kernel)
+    if kern.spec.types != "f32":
+        raise TypeError(f"kernel {kern.name} takes {kern.spec.gemm_types.a} inputs, but A "
+                        f"and B are float32; use an fp32 tile (or convert A and B)")
     ffi, lib, cblk = _plan(kern)
     if isinstance(blocking, dict):
         cblk = _override(kern, ffi, blocking)

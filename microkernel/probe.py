@@ -236,8 +236,20 @@ def load_c_probe():
 
 _X86_FEATURES = ("sse2", "osxsave", "avx", "fma", "f16c", "avx2", "avx512f",
                  "avx512dq", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
-                 "avx512_fp16", "amx_tile", "hypervisor", "os_ymm", "os_zmm", "os_amx")
-_ARM_FEATURES = ("neon", "sve", "sve2")
+                 "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "amx_permitted",
+                 "hypervisor", "os_ymm", "os_zmm", "os_amx")
+_ARM_FEATURES = ("neon", "sve", "sve2", "asimdhp", "asimddp", "asimdfhm", "i8mm", "bf16",
+                 "svei8mm", "svebf16", "sme", "sme_i8i32", "sme_f16f32", "sme_b16f32",
+                 "sme_f32f32")
+#: ISA name (microkernel.tile.ISAS) -> the probe's usable_* flag; an ISA the tile
+#: table does not (yet) define is simply not reported
+_USABLE = {"avx2": "usable_avx2", "avx512": "usable_avx512",
+           "avx512bf16": "usable_avx512bf16", "avx512fp16": "usable_avx512fp16",
+           "avx512vnni": "usable_avx512vnni", "amx": "usable_amx",
+           "neon": "usable_neon", "sve": "usable_sve", "neondot": "usable_neondot",
+           "neoni8mm": "usable_neoni8mm", "neonbf16": "usable_neonbf16",
+           "neonfp16": "usable_neonfp16", "svei8mm": "usable_svei8mm",
+           "svebf16": "usable_svebf16", "sme": "usable_sme"}
 
 
 def _fma_units(vendor: str, family: int, best_isa: str) -> int | None:
@@ -254,19 +266,20 @@ def info_from_c(ffi, feat, caches: tuple[Cache, ...] = ()) -> CpuInfo:
     """Build a :class:`CpuInfo` from a filled ``mk_cpu_features *`` (from
     ``mk_probe`` or one of the pure decoders, e.g. with injected CPUID values)."""
     usable = {"scalar"}
+    if feat.arch in (1, 2):
+        usable |= {isa for isa, flag in _USABLE.items()
+                   if isa in ISAS and ISAS[isa].arch == ("x86_64" if feat.arch == 1 else "aarch64")
+                   and getattr(feat, flag)}
     if feat.arch == 1:
         arch = "x86_64"
         names = _X86_FEATURES
-        usable |= {isa for isa, ok in (("avx2", feat.usable_avx2),
-                                       ("avx512", feat.usable_avx512)) if ok}
         features: dict[str, Any] = {n: bool(getattr(feat, n)) for n in names}
         features.update(family=feat.family, model=feat.model,
                         stepping=feat.stepping, xcr0=int(feat.xcr0))
     elif feat.arch == 2:
         arch = "aarch64"
-        usable |= {isa for isa, ok in (("neon", feat.usable_neon),
-                                       ("sve", feat.usable_sve)) if ok}
         features = {n: bool(getattr(feat, n)) for n in _ARM_FEATURES}
+        features["sme_vector_bits"] = int(feat.sme_vector_bits)
         features.update(hwcap=int(feat.hwcap), hwcap2=int(feat.hwcap2),
                         midr=int(feat.midr), implementer=feat.family,
                         part=feat.model, revision=feat.stepping)
@@ -274,7 +287,8 @@ def info_from_c(ffi, feat, caches: tuple[Cache, ...] = ()) -> CpuInfo:
         arch = platform.machine().lower() or "unknown"
         features = {}
     isas = tuple(n for n in ISAS if n in usable)   # ISAS is in preference order
-    best = isas[-1]
+    # the best fp32 ISA (typed ISAs such as amx or neondot serve their types only)
+    best = [n for n in isas if ISAS[n].implied == "f32"][-1]
     sve_bits = int(feat.sve_vector_bits) if "sve" in usable else None
     vector_bits = sve_bits if best == "sve" else 32 * ISAS[best].lanes
     vendor = ffi.string(feat.vendor).decode("ascii", "replace")

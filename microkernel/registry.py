@@ -12,10 +12,12 @@ Built-in tiles are just specs: a user's tile takes exactly the same path.
 """
 from __future__ import annotations
 
+import functools
+
 from .tile import ISAS, TileSpec
 
-__all__ = ["BUILTIN", "DEFAULTS", "STRESS", "BENCH_SQUARES", "DEVICE_AVX512",
-           "builtin", "default", "names", "stress", "is_builtin"]
+__all__ = ["BUILTIN", "DEFAULTS", "TYPED_DEFAULTS", "STRESS", "BENCH_SQUARES",
+           "DEVICE_AVX512", "builtin", "default", "names", "stress", "is_builtin", "spec"]
 
 #: The built-in tiles, grouped by ISA, each ISA's default first.
 BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
@@ -36,7 +38,27 @@ BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
     "sve_8x2v",
     # the portable fallback
     "scalar_4x4",
+    # typed tiles (microkernel.dtypes): bf16 and fp16 widened to fp32 while packing, on
+    # the fp32 micro-kernel of the ISA's default shape
+    "avx512_bf16_8x32_u4", "avx512_f16_8x32_u4",
+    "avx2_bf16_4x24_u8", "avx2_f16_4x24_u8",
+    # integers widened to int16 pairs, vpmaddwd (x86.py)
+    "avx512_s8s8_8x32", "avx512_u8s8_8x32", "avx512_u8u8_8x32",
+    "avx2_s8s8_4x24", "avx2_u8s8_4x24", "avx2_u8u8_4x24",
+    # every type in portable C
+    "scalar_bf16_4x4", "scalar_f16_4x4", "scalar_s8s8_4x4", "scalar_u8s8_4x4",
+    "scalar_u8u8_4x4",
 ))
+
+#: gemm()'s kernel for typed inputs: the first of each list whose ISA this CPU and OS
+#: run (microkernel.gemm_typed.default_kernel); the portable ones last
+TYPED_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "bf16": ("avx512_bf16_8x32_u4", "avx2_bf16_4x24_u8", "scalar_bf16_4x4"),
+    "f16": ("avx512_f16_8x32_u4", "avx2_f16_4x24_u8", "scalar_f16_4x4"),
+    "s8s8": ("avx512_s8s8_8x32", "avx2_s8s8_4x24", "scalar_s8s8_4x4"),
+    "u8s8": ("avx512_u8s8_8x32", "avx2_u8s8_4x24", "scalar_u8s8_4x4"),
+    "u8u8": ("avx512_u8u8_8x32", "avx2_u8u8_4x24", "scalar_u8u8_4x4"),
+}
 
 #: gemm()'s default tile per ISA (stated here, not implied by order)
 DEFAULTS: dict[str, str] = {
@@ -62,11 +84,20 @@ DEVICE_AVX512: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
 ))
 
 
-def builtin(isa: str | None = None, arch: str | None = None) -> tuple[TileSpec, ...]:
-    """Built-in tiles, optionally of one ISA or one architecture (``x86_64``,
-    ``aarch64``; ``any`` ISAs such as scalar belong to every architecture)."""
+def builtin(isa: str | None = None, arch: str | None = None,
+            types: str | None = None) -> tuple[TileSpec, ...]:
+    """Built-in tiles, optionally of one ISA, one architecture (``x86_64``,
+    ``aarch64``; ``any`` ISAs such as scalar belong to every architecture) or one set
+    of input types (``f32``, ``bf16``, ...)."""
     return tuple(s for s in BUILTIN if (isa is None or s.isa == isa)
-                 and (arch is None or s.info.arch in (arch, "any")))
+                 and (arch is None or s.info.arch in (arch, "any"))
+                 and (types is None or s.types == types))
+
+
+@functools.lru_cache(maxsize=None)
+def spec(name: str) -> TileSpec:
+    """``TileSpec.from_name(name)``, cached."""
+    return TileSpec.from_name(name)
 
 
 def default(isa: str) -> TileSpec:
@@ -76,13 +107,15 @@ def default(isa: str) -> TileSpec:
     return TileSpec.from_name(DEFAULTS[isa])
 
 
-def names(isa: str | None = None) -> list[str]:
-    return [s.name for s in builtin(isa)]
+def names(isa: str | None = None, types: str | None = None) -> list[str]:
+    return [s.name for s in builtin(isa, types=types)]
 
 
-def stress(isas=None) -> tuple[TileSpec, ...]:
-    """Built-ins plus the stress tiles, of ``isas`` (default all)."""
-    return tuple(s for s in BUILTIN + STRESS if isas is None or s.isa in isas)
+def stress(isas=None, types: str | None = "f32") -> tuple[TileSpec, ...]:
+    """Built-ins plus the stress tiles, of ``isas`` (default all) and ``types``
+    (default fp32, what the C harnesses' one driver build takes; None: all)."""
+    return tuple(s for s in BUILTIN + STRESS if (isas is None or s.isa in isas)
+                 and (types is None or s.types == types))
 
 
 def is_builtin(spec: TileSpec) -> bool:
@@ -94,6 +127,14 @@ def _check() -> None:
         spec = TileSpec.from_name(name)
         if spec not in BUILTIN or spec.isa != isa:
             raise AssertionError(f"registry: default {name} of {isa} is not a built-in {isa} tile")
+    for types, names_ in TYPED_DEFAULTS.items():
+        for name in names_:
+            spec_ = TileSpec.from_name(name)
+            if spec_ not in BUILTIN or spec_.types != types:
+                raise AssertionError(f"registry: {name} in TYPED_DEFAULTS[{types!r}] is not a "
+                                     f"built-in {types} tile")
+        if TileSpec.from_name(names_[-1]).isa != "scalar":
+            raise AssertionError(f"registry: TYPED_DEFAULTS[{types!r}] must end with a scalar tile")
     missing = set(ISAS) - set(DEFAULTS)
     if missing:
         raise AssertionError(f"registry: no default tile for {', '.join(sorted(missing))}")

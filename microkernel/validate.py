@@ -29,6 +29,8 @@ __all__ = ["Case", "Result", "catalogue", "make_operands", "reference", "check",
 U = 2.0 ** -24
 C_BOUND = 2.0
 GUARD = np.float32(-7.25e30)   # a value no correct GEMM writes here
+#: the guard of an integer C (no correct int32 result of the catalogue's operands)
+GUARD_INT = np.int32(-1234567891)
 PAD = 3                        # guard elements around each view
 
 
@@ -67,12 +69,25 @@ class Result:
     detail: str = ""
 
 
-def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False) -> list[Case]:
+def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False,
+              kgroup: int = 1, types: str = "f32") -> list[Case]:
     """The edge catalogue for an MR x NR tile with k-unroll and blocking KC.
 
-    ``quick`` keeps one case per remainder (for emulated runs)."""
+    ``quick`` keeps one case per remainder (for emulated runs). A tile whose panels
+    hold K in groups (``kgroup``: pairs, quads, AMX rows) also gets K = 1, g-1, g, g+1,
+    2g+1 (the zero padding of the last group); an integer tile (``types``) gets its
+    alpha = 0 case without NaN (integers have none: the operands are extreme values
+    instead) and integer alpha and beta."""
     cases: list[Case] = []
-    add = cases.append
+    integer = types in ("s8s8", "u8s8", "u8u8")
+    _add = cases.append
+
+    def add(case):
+        if integer:   # integer alpha and beta: 1.5 -> 2, 0.25 -> 3, -1.5 -> -2, 0.7 -> 2
+            ints = {1.5: 2, 0.25: 3, -1.5: -2, 0.7: 2, 0.5: -1, 0.75: 3, 2.0: 2}
+            case = dataclasses.replace(case, alpha=ints.get(case.alpha, case.alpha),
+                                       beta=ints.get(case.beta, case.beta))
+        _add(case)
     K = 19
     for r in range(1, mr):
         add(Case(f"m_rem{r}", r, nr, K))
@@ -82,7 +97,10 @@ def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False) 
         add(Case(f"n_rem{r}", mr, r, K))
         if not quick:
             add(Case(f"n_{nr}+{r}", 2 * mr + 1, nr + r, K, beta=0.5))
-    ks = sorted({0, 1, max(k_unroll - 1, 1), k_unroll + 1, kc - 1, kc, kc + 1})
+    ks = {0, 1, max(k_unroll - 1, 1), k_unroll + 1, kc - 1, kc, kc + 1}
+    if kgroup > 1:
+        ks |= {kgroup - 1, kgroup, kgroup + 1, 2 * kgroup + 1, kc + kgroup - 1}
+    ks = sorted(ks)
     for k in ks:
         add(Case(f"k{k}", mr + 1, nr + 1, k, alpha=1.5, beta=0.25))
     add(Case("k0_beta0_nanC", mr + 2, nr + 3, 0, beta=0.0, nan_c=True))
@@ -151,23 +169,34 @@ def _aligned_empty(nbytes: int, offset: int) -> np.ndarray:
     return raw[start:start + nbytes]
 
 
-def _view(rows: int, cols: int, layout: str, fill: np.ndarray | None = None):
-    """A (rows, cols) float32 view of the given layout inside a guarded buffer.
+def _guard(dtype: np.dtype):
+    """The guard value of an operand buffer of ``dtype`` (a read of it shows)."""
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max
+    if dtype.itemsize == 2 and dtype.kind == "f":      # float16: GUARD would be -inf
+        return -60000.0
+    return GUARD
+
+
+def _view(rows: int, cols: int, layout: str, fill: np.ndarray | None = None,
+          dtype=np.float32, guard=None):
+    """A (rows, cols) view of ``dtype`` in the given layout inside a guarded buffer.
 
     Returns (view, base, mask): base is the whole float32 buffer (guard-filled),
     mask marks the elements the view covers."""
     step_r, step_c = (2, 3) if layout == "s" else (1, 1)
     br, bc = rows * step_r + 2 * PAD, cols * step_c + 2 * PAD
+    dtype = np.dtype(dtype)
+    guard = _guard(dtype) if guard is None else guard
     if layout in "um":
         off = 4 if layout == "u" else 1
-        raw = _aligned_empty(br * bc * 4, off)
-        base = raw.view(np.float32) if off % 4 == 0 else np.ndarray((br * bc,), np.float32, raw)
-        base = base.reshape(br, bc)
+        raw = _aligned_empty(br * bc * dtype.itemsize, off)
+        base = np.ndarray((br * bc,), dtype, raw).reshape(br, bc)
     elif layout == "f":
-        base = np.empty((bc, br), dtype=np.float32).T  # column-major storage
+        base = np.empty((bc, br), dtype=dtype).T  # column-major storage
     else:
-        base = np.empty((br, bc), dtype=np.float32)
-    base[...] = GUARD
+        base = np.empty((br, bc), dtype=dtype)
+    base[...] = guard
     v = base[PAD:PAD + rows * step_r:step_r, PAD:PAD + cols * step_c:step_c]
     if layout == "n":
         v = v[::-1, ::-1]
@@ -179,29 +208,64 @@ def _view(rows: int, cols: int, layout: str, fill: np.ndarray | None = None):
     return v, base, mask
 
 
-def make_operands(case: Case, rng: np.random.Generator):
-    """(A, B, C, C0, base_c, mask_c): A, B, C are views in the case's layouts; C0 is a
-    copy of C's initial values; base_c/mask_c locate the guards around C."""
+def _values(rng, shape, dtype: np.dtype):
+    """Random operands of ``dtype``: uniform in [-1, 1) rounded to a float type; the
+    whole range of an integer type (the extremes included, where wrong sign handling
+    or a saturating instruction shows)."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        v = rng.integers(info.min, int(info.max) + 1, shape)
+        return v.astype(dtype)
+    return rng.uniform(-1, 1, shape).astype(np.float32).astype(dtype)
+
+
+def make_operands(case: Case, rng: np.random.Generator, types: str = "f32"):
+    """(A, B, C, C0, base_c, mask_c) for ``types`` (microkernel.dtypes): A, B, C are
+    views in the case's layouts; C0 is a copy of C's initial values; base_c/mask_c
+    locate the guards around C. Integer cases have no NaN: ``nan_ab`` fills A and B
+    with their extreme values, ``nan_c`` C with the int32 extremes (a kernel that reads
+    C when beta = 0, or A and B when alpha = 0, is then wrong)."""
+    from .dtypes import get
+    t = get(types)
     m, n, k = case.m, case.n, case.k
-    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-    c0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    a = _values(rng, (m, k), t.dtype("a"))
+    b = _values(rng, (k, n), t.dtype("b"))
+    out = t.dtype("out")
+    c0 = (_values(rng, (m, n), np.dtype(np.int8)).astype(out) if t.integer else
+          rng.uniform(-1, 1, (m, n)).astype(np.float32))
     if case.nan_ab:
-        a[...] = np.nan
-        b[...] = np.nan
+        if t.integer:
+            a[...] = np.iinfo(a.dtype).min
+            b[...] = np.iinfo(b.dtype).max
+        else:
+            a[...] = np.nan
+            b[...] = np.nan
     if case.nan_c:
-        c0[...] = np.nan
-    A, _, _ = _view(m, k, case.a_layout, a)
-    B, _, _ = _view(k, n, case.b_layout, b)
-    C, base_c, mask_c = _view(m, n, case.c_layout, c0)
+        c0[...] = np.iinfo(np.int32).min if t.integer else np.nan
+    A, _, _ = _view(m, k, case.a_layout, a, a.dtype)
+    B, _, _ = _view(k, n, case.b_layout, b, b.dtype)
+    C, base_c, mask_c = _view(m, n, case.c_layout, c0, out,
+                              GUARD_INT if t.integer else GUARD)
     return A, B, C, c0.copy(), base_c, mask_c
 
 
-def reference(A, B, C0, alpha: float, beta: float):
+def reference(A, B, C0, alpha: float, beta: float, types: str | None = None):
     """(C_ref, bound): float64 reference with BLAS semantics and the element-wise
-    error bound (see module docstring)."""
+    error bound (see the module docstring), from the inputs as stored (bf16 / fp16
+    values already rounded). ``types`` (default: from A's and B's dtypes) sets the unit
+    roundoff (microkernel.dtypes); an integer GEMM's reference is exact int64 arithmetic
+    wrapped to int32, and its bound is 0 (the result must be exact)."""
+    from .dtypes import get, types_of
+    t = get(types) if types is not None else types_of(A.dtype, B.dtype)
     m, k = A.shape
     n = B.shape[1]
+    if t.integer:
+        ref = np.zeros((m, n), dtype=np.int64)
+        if alpha != 0 and k > 0:
+            ref += int(alpha) * (A.astype(np.int64) @ B.astype(np.int64))
+        if beta != 0:
+            ref += int(beta) * C0.astype(np.int64)
+        return ref.astype(np.int32).astype(np.float64), np.zeros((m, n))
     C_ref = np.zeros((m, n))
     bound = np.zeros((m, n))
     if alpha != 0 and k > 0:
@@ -211,7 +275,9 @@ def reference(A, B, C0, alpha: float, beta: float):
     if beta != 0:
         C_ref += beta * C0.astype(np.float64)
         bound += abs(beta) * np.abs(C0.astype(np.float64))
-    bound *= C_BOUND * (k + 2) * U
+    bound *= C_BOUND * (k + 2) * t.u
+    if t.result_rounding:
+        bound += t.result_rounding * np.abs(C_ref)
     return C_ref, bound
 
 
@@ -232,7 +298,7 @@ def check(C, C_ref, bound, base_c=None, mask_c=None) -> tuple[bool, float, bool,
     guard_ok = True
     if base_c is not None:
         outside = base_c[~mask_c]
-        bad = outside != GUARD
+        bad = outside != (GUARD_INT if base_c.dtype.kind == "i" else GUARD)
         if bad.any():
             guard_ok = False
             detail.append(f"{int(bad.sum())} guard values overwritten")
@@ -248,7 +314,8 @@ def run_case(kernel, case: Case, seed: int = 0) -> Result:
     from .blocking import Blocking
     from .gemm import gemm
     rng = np.random.default_rng(seed)
-    A, B, C, C0, base_c, mask_c = make_operands(case, rng)
+    types = kernel.spec.types
+    A, B, C, C0, base_c, mask_c = make_operands(case, rng, types)
     blk = None
     if case.blocking is not None:
         blk = Blocking(*case.blocking, why=("catalogue override",))
@@ -259,7 +326,7 @@ def run_case(kernel, case: Case, seed: int = 0) -> Result:
         return Result(kernel.label, case, False, np.inf, True, f"{type(exc).__name__}: {exc}")
     if out is not C:
         return Result(kernel.label, case, False, np.inf, True, "gemm did not return C")
-    C_ref, bound = reference(A, B, C0, case.alpha, case.beta)
+    C_ref, bound = reference(A, B, C0, case.alpha, case.beta, types)
     ok, ratio, guard_ok, detail = check(C, C_ref, bound, base_c, mask_c)
     return Result(kernel.label, case, ok, ratio, guard_ok, detail)
 
@@ -267,8 +334,9 @@ def run_case(kernel, case: Case, seed: int = 0) -> Result:
 def catalogue_for(kernel, quick: bool = False) -> list[Case]:
     """The catalogue for a loaded kernel, with its real KC from the blocking model."""
     from .gemm import blocking_for
+    kgroup = int(kernel.lib.mk_kgroup()) if hasattr(kernel.lib, "mk_kgroup") else 1
     return catalogue(kernel.mr, kernel.nr, kernel.spec.k_unroll, blocking_for(kernel).kc,
-                     quick=quick)
+                     quick=quick, kgroup=kgroup, types=kernel.spec.types)
 
 
 def run_catalogue(kernel, quick: bool = False) -> list[Result]:

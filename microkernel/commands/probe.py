@@ -17,16 +17,22 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from ..blocking import model_blocking
-    from ..dispatch import default_tile, usable_isas
+    from ..dispatch import best_isa, default_tile, usable_isas
+    from ..dtypes import TYPES
+    from ..gemm_typed import default_kernel
     from ..probe import cli_probe, probe
     info = probe()
-    spec = default_tile(usable_isas()[-1])
+    spec = default_tile(best_isa())
+    # gemm()'s kernel per input types (the fp32 default, then the typed ones)
+    per_types = {"f32": spec.name}
+    per_types.update({t: default_kernel(t).name for t in TYPES if t not in ("f32", "f16h")})
     nr = spec.nr_at(info.sve_vector_bits) if spec.is_vla else spec.nr
     blk = model_blocking(spec.mr, nr, info.caches)
     if args.json:
         d = info.to_json()
         d["usable_isas"] = list(usable_isas())
         d["default_kernel"] = spec.name
+        d["gemm_kernels"] = per_types
         d["blocking"] = {"mr": spec.mr, "nr": nr, "kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
                          "why": list(blk.why)}
         print(json.dumps(d, indent=2))
@@ -34,6 +40,12 @@ def run(args) -> int:
     rc = cli_probe(False)
     con = console()
     con.print(f"\nusable ISAs (MICROKERNEL_ISA honoured): {', '.join(usable_isas())}")
+    if info.arch == "x86_64" and info.features.get("amx_tile"):
+        con.print("AMX tile data state: " + ("granted by the kernel (arch_prctl "
+                  "ARCH_REQ_XCOMP_PERM)" if info.features.get("amx_permitted") else
+                  "NOT granted (the amx tiles are refused)"))
+    con.print("gemm()'s kernel per input types: "
+              + ", ".join(f"{t} -> {n}" for t, n in per_types.items()))
     t = Table(title=f"blocking for the default kernel {spec.name} (Low et al. 2016 model)")
     for col in ("MR", "NR", "KC", "MC", "NC"):
         t.add_column(col, justify="right")

@@ -86,7 +86,8 @@ def run(args) -> int:
     from ..dispatch import usable_isas
     from ..sweep import predicted, sweep
     json_path, plot_path, peers = _check(args)
-    isa = args.isa or usable_isas()[-1]
+    from ..dispatch import best_isa
+    isa = args.isa or best_isa()
     con = console()
     if args.predict or isa not in usable_isas():
         with Progress() as progress:
