@@ -71,29 +71,25 @@ there, which the simulator rejects).
 """
 from __future__ import annotations
 
-import dataclasses
-import numbers
 import threading
 
 import numpy as np
 
+from .tiles import A_PAD, DEFAULT_TILE, LEGACY_TILE, GpuTile, max_registers
+
 __all__ = ["GpuTile", "SgemmKernel", "make_sgemm", "from_spec", "gemm", "DEFAULT_TILE",
-           "SIGNATURE", "simulator_active", "clear_cache", "kernel_for", "max_registers"]
+           "LEGACY_TILE", "SIGNATURE", "simulator_active", "clear_cache", "kernel_for",
+           "max_registers"]
 
-#: The canonical launch signature (C-contiguous float32 matrices, float32 scalars).
+#: The original kernel's launch signature (C-contiguous float32 matrices, float32
+#: scalars); the warp-tiled kernel's is :data:`microkernel.gpu.simt.SIGNATURE`.
 SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1], float32, float32)"
-
-#: Padding (floats) added to each k-row of the transposed A tile in shared memory:
-#: breaks the BK-way bank conflict of the transposing store and keeps 16-byte rows.
-A_PAD = 4
 
 #: ``numba.cuda``, bound on first use by :func:`_import_cuda`. The kernel source
 #: refers to it as a *module global* (not a closure variable) because the
 #: simulator runs kernels by swapping module globals that name ``numba.cuda``
 #: for its fake module.
 cuda = None
-
-_LAYOUTS = ("vec4", "contiguous")
 
 
 def _import_cuda():
@@ -125,200 +121,6 @@ def simulator_active() -> bool:
     """True when numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1`` at import)."""
     cuda = _import_cuda()
     return bool(cuda.config.ENABLE_CUDASIM)
-
-
-def _vec_group(t: int, layout: str) -> int:
-    if layout == "contiguous":
-        return t
-    for g in (4, 2):
-        if t % g == 0:
-            return g
-    return 1
-
-
-@dataclasses.dataclass(frozen=True)
-class GpuTile:
-    """Tile parameters of one generated SGEMM kernel (all compile-time constants).
-
-    Parameters
-    ----------
-    tm, tn : int
-        Thread tile: rows x columns of C one thread accumulates in registers (the
-        CPU tile's MR x NR).
-    bm, bn : int
-        Block tile of C (rows x columns); ``bm % tm == bn % tn == 0``.
-    bk : int
-        Depth (k) of the A and B slices staged in shared memory per step.
-    threads : int, optional
-        Threads per block; must equal ``(bm // tm) * (bn // tn)`` (derived if 0).
-    layout : {"vec4", "contiguous"}
-        Which rows/columns of the block tile a thread owns: groups of 4 (2, 1 when
-        tm/tn is not a multiple of 4) strided over the block (16-byte,
-        conflict-free shared loads), or one contiguous tm x tn block.
-    stages : {1, 2}
-        Shared-memory buffers (2: global loads of the next k block overlap the
-        FMAs of this one).
-    index : {"u32", "i64"}
-        Index arithmetic: unsigned 32-bit values (default), or numba's default
-        signed int64 (the ablation baseline, with negative-index wrap-around code
-        on every access).
-    pipeline : bool
-        Register double buffering: the inner loop runs two k per trip and loads
-        the next k's regA/regB while the current FMAs run (bk must be even;
-        TM + TN more registers).
-    min_blocks : int
-        Blocks per SM the registers must allow (1..32): the kernel is built with
-        ``max_registers = 65536 / (threads * min_blocks)`` (multiple of 8) when
-        that is below 255 (like ``__launch_bounds__(threads, min_blocks)``).
-
-    Raises
-    ------
-    ValueError
-        A parameter that is not a positive integer, a block tile that the thread
-        tile does not divide, a thread count that does not match or exceeds 1024,
-        staging loads that do not divide evenly over the threads, or more than
-        48 KB of (static) shared memory.
-    """
-    tm: int
-    tn: int
-    bm: int
-    bn: int
-    bk: int
-    threads: int = 0
-    layout: str = "vec4"
-    stages: int = 2
-    index: str = "u32"
-    pipeline: bool = False
-    min_blocks: int = 1
-
-    def __post_init__(self):
-        for f in ("tm", "tn", "bm", "bn", "bk"):
-            v = getattr(self, f)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"GpuTile.{f} must be a positive integer, got {v!r}")
-        if self.bm % self.tm or self.bn % self.tn:
-            raise ValueError(f"block tile {self.bm}x{self.bn} is not a multiple of the "
-                             f"thread tile {self.tm}x{self.tn}")
-        nt = (self.bm // self.tm) * (self.bn // self.tn)
-        if not self.threads:
-            object.__setattr__(self, "threads", nt)
-        elif self.threads != nt:
-            raise ValueError(f"threads={self.threads} but a {self.bm}x{self.bn} block of "
-                             f"{self.tm}x{self.tn} thread tiles has {nt} threads")
-        if nt > 1024:
-            raise ValueError(f"{nt} threads per block > 1024")
-        if self.layout not in _LAYOUTS:
-            raise ValueError(f"layout must be one of {_LAYOUTS}, got {self.layout!r}")
-        if not isinstance(self.min_blocks, numbers.Integral) or not 1 <= self.min_blocks <= 32:
-            raise ValueError(f"min_blocks must be an integer in 1..32, got {self.min_blocks!r}")
-        if (65536 // (nt * self.min_blocks)) // 8 * 8 < 32:
-            raise ValueError(f"{self.min_blocks} blocks of {nt} threads leave fewer than "
-                             f"32 registers per thread")
-        if self.pipeline not in (True, False):
-            raise ValueError(f"pipeline must be a bool, got {self.pipeline!r}")
-        if self.pipeline and self.bk % 2:
-            raise ValueError(f"pipeline=True needs an even bk, got {self.bk}")
-        if self.index not in ("u32", "i64"):
-            raise ValueError(f"index must be 'u32' or 'i64', got {self.index!r}")
-        if self.stages not in (1, 2):
-            raise ValueError(f"stages must be 1 or 2, got {self.stages!r}")
-        if (self.bm * self.bk) % nt or (self.bk * self.bn) % nt:
-            raise ValueError(
-                f"the {self.bm}x{self.bk} A tile and {self.bk}x{self.bn} B tile must split "
-                f"evenly over {nt} threads (choose bk so that bm*bk and bk*bn are "
-                f"multiples of {nt})")
-        from .occupancy import STATIC_SHARED_LIMIT
-        if self.smem_bytes > STATIC_SHARED_LIMIT:
-            raise ValueError(f"{self.name} needs {self.smem_bytes} bytes of shared memory; "
-                             f"static shared memory is limited to {STATIC_SHARED_LIMIT}")
-
-    # -- derived --------------------------------------------------------------
-    @property
-    def ty(self) -> int:
-        """Thread rows in the block (bm // tm)."""
-        return self.bm // self.tm
-
-    @property
-    def tx(self) -> int:
-        """Thread columns in the block (bn // tn)."""
-        return self.bn // self.tn
-
-    @property
-    def gm(self) -> int:
-        """Rows per contiguous group in the thread's tile (4, 2, 1, or tm)."""
-        return _vec_group(self.tm, self.layout)
-
-    @property
-    def gn(self) -> int:
-        """Columns per contiguous group in the thread's tile (4, 2, 1, or tn)."""
-        return _vec_group(self.tn, self.layout)
-
-    @property
-    def a_loads(self) -> int:
-        """A elements each thread stages per k block (bm*bk / threads)."""
-        return self.bm * self.bk // self.threads
-
-    @property
-    def b_loads(self) -> int:
-        """B elements each thread stages per k block (bk*bn / threads)."""
-        return self.bk * self.bn // self.threads
-
-    @property
-    def smem_bytes(self) -> int:
-        """Static shared memory per block, bytes: stages*(bk*(bm+4) + bk*bn)*4."""
-        return self.stages * (self.bk * (self.bm + A_PAD) + self.bk * self.bn) * 4
-
-    @property
-    def name(self) -> str:
-        """``gpu_<tm>x<tn>_b<bm>x<bn>x<bk>`` (+ ``_contig``, ``_s1`` if not default)."""
-        s = f"gpu_{self.tm}x{self.tn}_b{self.bm}x{self.bn}x{self.bk}"
-        if self.layout != "vec4":
-            s += "_contig"
-        if self.stages != 2:
-            s += f"_s{self.stages}"
-        if self.index != "u32":
-            s += f"_{self.index}"
-        if self.pipeline:
-            s += "_p2"
-        if self.min_blocks > 1:
-            s += f"_mb{self.min_blocks}"
-        return s
-
-    def grid(self, m: int, n: int) -> tuple[int, int]:
-        """Launch grid (blocks along N, blocks along M) for an m x n C."""
-        return (-(-n // self.bn), -(-m // self.bm))
-
-    def row_of(self, tr: int, i: int) -> int:
-        """Block-local row of C held in acc[i, :] by thread row ``tr``."""
-        return (i // self.gm) * (self.ty * self.gm) + tr * self.gm + i % self.gm
-
-    def col_of(self, tc: int, j: int) -> int:
-        """Block-local column of C held in acc[:, j] by thread column ``tc``."""
-        return (j // self.gn) * (self.tx * self.gn) + tc * self.gn + j % self.gn
-
-    def as_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        d.update(name=self.name, smem_bytes=self.smem_bytes, a_loads=self.a_loads,
-                 b_loads=self.b_loads, gm=self.gm, gn=self.gn)
-        return d
-
-    def __str__(self) -> str:
-        return self.name
-
-
-#: The default kernel of :func:`gemm`: 8x8 per thread, 128x128 block, 256 threads,
-#: register-pipelined, registers capped at 128 for 2 blocks per SM (H200, 4096^3
-#: fp32: 33.5 TFLOP/s, 65% of cuBLAS; bench/results/h200_gpu.md).
-DEFAULT_TILE = GpuTile(8, 8, 128, 128, 8, pipeline=True, min_blocks=2)
-
-
-def max_registers(tile: GpuTile) -> int | None:
-    """The register cap (ptxas -maxrregcount) the kernel is built with: the most
-    registers per thread that let ``tile.min_blocks`` blocks of ``tile.threads``
-    threads fit the 65536-register file, rounded down to a multiple of 8, or None
-    when that is 255 or more (no cap: e.g. one block of <= 256 threads)."""
-    cap = (65536 // (tile.threads * tile.min_blocks)) // 8 * 8
-    return None if cap >= 255 else cap
 
 
 def _build(tile: GpuTile, sim: bool):
@@ -498,18 +300,26 @@ def _build(tile: GpuTile, sim: bool):
 
 
 class SgemmKernel:
-    """One generated SGEMM kernel: its :class:`GpuTile`, the numba dispatcher, a
+    """One generated SGEMM kernel: its :class:`GpuTile`, the numba dispatcher(s), a
     launcher and its resource report.
 
+    The original kernel (no warp tile) has one dispatcher, signature
+    :data:`SIGNATURE`. The warp-tiled kernel (:mod:`microkernel.gpu.simt`) has two,
+    of signature :data:`microkernel.gpu.simt.SIGNATURE`: ``"vec"`` (float4 global
+    accesses: K and N multiples of 4, 16-byte aligned A, B, C) and ``"scalar"``
+    (any shape and alignment); :meth:`launch` picks the one the operands allow.
+
     ``kernel(A, B, C, alpha, beta)`` launches on device arrays (numba device
-    arrays or any ``__cuda_array_interface__`` object, float32, 2-D) with no
-    argument checks; :func:`gemm` is the checked front end.
+    arrays or any ``__cuda_array_interface__`` object, float32, 2-D, C-contiguous)
+    with no argument checks; :func:`gemm` is the checked front end.
     """
 
-    def __init__(self, tile: GpuTile, dispatcher, sim: bool):
+    def __init__(self, tile: GpuTile, dispatcher, sim: bool, variants: dict | None = None):
         self.tile = tile
         self.dispatcher = dispatcher
         self.simulated = sim
+        #: {"vec": dispatcher, "scalar": dispatcher} for the warp-tiled kernel
+        self.variants = variants or {"vec": dispatcher}
 
     def __repr__(self) -> str:
         return f"<SgemmKernel {self.tile.name}{' (simulator)' if self.simulated else ''}>"
@@ -518,26 +328,67 @@ class SgemmKernel:
     def name(self) -> str:
         return self.tile.name
 
-    def launch(self, A, B, C, alpha: float = 1.0, beta: float = 0.0, stream=0):
-        """Launch on device arrays A (M, K), B (K, N), C (M, N); no checks."""
+    @property
+    def signature(self) -> str:
+        if self.tile.warp_tiled:
+            from .simt import SIGNATURE as S
+            return S
+        return SIGNATURE
+
+    def variant_for(self, A, B, C) -> str:
+        """``"vec"`` when the operands allow float4 accesses (warp-tiled kernel: K and
+        N multiples of 4, every data pointer 16-byte aligned), else ``"scalar"``;
+        always ``"vec"`` for the original kernel (it has one variant)."""
+        if not self.tile.warp_tiled:
+            return "vec"
+        from .front import vec_ok
+        return "vec" if vec_ok(A, B, C) else "scalar"
+
+    def launch(self, A, B, C, alpha: float = 1.0, beta: float = 0.0, stream=0, *,
+               W=None, split: int = 1, kslice: int | None = None, variant: str | None = None):
+        """Launch on device arrays A (M, K), B (K, N), C (M, N); no checks.
+
+        Warp-tiled kernel only: ``split`` > 1 runs split-K into the workspace ``W``
+        ((split*M) x N, device) with ``kslice`` k per split (a multiple of bk) and
+        leaves C untouched: reduce W into C with :func:`microkernel.gpu.launch.reduce`
+        (:func:`gemm` does both). ``variant`` forces "vec" or "scalar"."""
         m, n = C.shape
         if m == 0 or n == 0:
             return C
-        grid = self.tile.grid(m, n)
-        self.dispatcher[grid, self.tile.threads, stream](
-            A, B, C, np.float32(alpha), np.float32(beta))
+        gx, gy = self.tile.grid(m, n)
+        if not self.tile.warp_tiled:
+            if split != 1:
+                raise ValueError(f"{self.tile.name} (no warp tile) has no split-K")
+            self.dispatcher[(gx, gy), self.tile.threads, stream](
+                A, B, C, np.float32(alpha), np.float32(beta))
+            return C
+        k = A.shape[1]
+        bk = self.tile.bk
+        if kslice is None:
+            kslice = max(bk, -(-k // (split * bk)) * bk)
+        disp = self.variants[variant or self.variant_for(A, B, C)]
+        disp[(gx, gy, split), self.tile.threads, stream](
+            A, B, C, C if W is None else W, np.float32(alpha), np.float32(beta),
+            np.uint32(kslice))
         return C
 
     __call__ = launch
 
-    def compile(self):
-        """Compile for :data:`SIGNATURE` on the current GPU (no-op in the simulator)."""
+    def _dispatchers(self, variant):
+        if variant == "both":
+            return list(self.variants.values())
+        return [self.variants[variant or "vec"]]
+
+    def compile(self, variant: str | None = None):
+        """Compile for :attr:`signature` on the current GPU (no-op in the simulator):
+        ``variant`` "vec" (default), "scalar" or "both" (warp-tiled kernel)."""
         if not self.simulated:
-            self.dispatcher.compile(SIGNATURE)
+            for d in self._dispatchers(variant):
+                d.compile(self.signature)
         return self
 
-    def resources(self) -> dict | None:
-        """Compiled resources for :data:`SIGNATURE` on the current GPU, from numba's
+    def resources(self, variant: str | None = None) -> dict | None:
+        """Compiled resources for :attr:`signature` on the current GPU, from numba's
         dispatcher: ``regs`` (per thread), ``local_bytes`` (per thread: stack frame
         and spills, 0 when the tile stays in registers), ``shared_bytes`` (static,
         per block), ``max_threads`` (per block). None in the simulator, which has
@@ -545,9 +396,9 @@ class SgemmKernel:
         if self.simulated:
             return None
         from numba.cuda.core import sigutils
-        self.compile()
-        args, _ = sigutils.normalize_signature(SIGNATURE)
-        d = self.dispatcher
+        self.compile(variant)
+        args, _ = sigutils.normalize_signature(self.signature)
+        d = self._dispatchers(variant)[0]
 
         def pick(v):
             return int(v[tuple(args)] if isinstance(v, dict) else v)
@@ -558,11 +409,52 @@ class SgemmKernel:
             "max_threads": pick(d.get_max_threads_per_block()),
         }
 
-    def ptx(self, cc=(9, 0)) -> str:
+    def source(self, variant: str = "vec") -> str | None:
+        """The generated Python source (warp-tiled kernel), else None."""
+        if not self.tile.warp_tiled:
+            return None
+        from .simt import kernel_source
+        return kernel_source(self.tile, vec=variant == "vec")
+
+    def ptx(self, cc=(9, 0), variant: str | None = None) -> str:
         """PTX of the kernel for compute capability ``cc`` (needs NVVM, not a GPU)."""
         cuda = _import_cuda()
-        ptx, _ = cuda.compile_ptx(self.dispatcher.py_func, SIGNATURE, cc=cc)
+        d = self._dispatchers(variant)[0]
+        with _offline_device(cc):
+            ptx, _ = cuda.compile_ptx(d.py_func, self.signature, cc=cc)
         return ptx
+
+
+class _offline_device:
+    """Lets numba compile device functions without a GPU: numba-cuda's
+    ``Dispatcher.compile_device`` asks the current device for its compute
+    capability (the original kernel's staging device functions need it). With no
+    driver, answer ``cc`` for the duration of ``compile_ptx``; with a GPU, do
+    nothing."""
+
+    def __init__(self, cc):
+        self.cc = tuple(cc)
+        self.saved = None
+
+    def __enter__(self):
+        from numba.cuda import dispatcher as nd
+        try:
+            nd.get_current_device()
+            return self
+        except Exception:  # noqa: BLE001 - no driver / no device
+            cc = self.cc
+
+            class _Dev:
+                compute_capability = cc
+            self.saved = nd.get_current_device
+            nd.get_current_device = lambda: _Dev()
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            from numba.cuda import dispatcher as nd
+            nd.get_current_device = self.saved
+        return False
 
 
 _CACHE: dict = {}
@@ -570,21 +462,23 @@ _LOCK = threading.Lock()
 
 
 def clear_cache() -> None:
-    """Forget all compiled kernels (the numba dispatchers)."""
+    """Forget all compiled kernels (the numba dispatchers) and launch plans."""
     with _LOCK:
         _CACHE.clear()
+    from . import launch
+    launch.clear_plans()
 
 
 def make_sgemm(tm: int = 8, tn: int = 8, bm: int = 128, bn: int = 128, bk: int = 8,
                threads: int | None = None, *, layout: str = "vec4",
                stages: int = 2, index: str = "u32", pipeline: bool = False,
-               min_blocks: int = 1) -> SgemmKernel:
+               min_blocks: int = 1, wm: int = 0, wn: int = 0) -> SgemmKernel:
     """Build (or fetch from the cache) the SGEMM kernel with a tm x tn thread tile,
-    bm x bn block tile, bk-deep shared-memory staging and ``threads`` per block
-    (default and only valid value: ``(bm//tm) * (bn//tn)``). ``layout``,
-    ``stages``, ``index``, ``pipeline`` and ``min_blocks`` are the levers described
-    in :class:`GpuTile` (the fastest measured: ``pipeline=True`` with
-    ``min_blocks`` keeping the unpipelined blocks per SM, see :data:`DEFAULT_TILE`).
+    bm x bn block tile, bk-deep shared-memory staging, ``threads`` per block
+    (default and only valid value: ``(bm//tm) * (bn//tn)``) and, when ``wm``/``wn``
+    are given, a wm x wn warp tile (the warp-tiled kernel of
+    :mod:`microkernel.gpu.simt`). ``layout``, ``stages``, ``index``, ``pipeline``
+    and ``min_blocks`` are the levers described in :class:`GpuTile`.
 
     Kernels are cached by their :class:`GpuTile` (and simulator mode); numba
     compiles each on its first launch (or :meth:`SgemmKernel.compile`).
@@ -593,7 +487,7 @@ def make_sgemm(tm: int = 8, tn: int = 8, bm: int = 128, bn: int = 128, bk: int =
     when numba-cuda is not installed.
     """
     tile = GpuTile(tm, tn, bm, bn, bk, threads or 0, layout, stages, index, pipeline,
-                   min_blocks)
+                   min_blocks, wm, wn)
     return kernel_for(tile)
 
 
@@ -604,7 +498,15 @@ def kernel_for(tile: GpuTile) -> SgemmKernel:
     with _LOCK:
         k = _CACHE.get(key)
         if k is None:
-            k = _CACHE[key] = SgemmKernel(tile, _build(tile, sim), sim)
+            if tile.warp_tiled:
+                from . import simt
+                cap = max_registers(tile)
+                variants = {v: simt.build(tile, v == "vec", sim, cuda, cap)
+                            for v in ("vec", "scalar")}
+                k = SgemmKernel(tile, variants["vec"], sim, variants)
+            else:
+                k = SgemmKernel(tile, _build(tile, sim), sim)
+            _CACHE[key] = k
     return k
 
 
@@ -628,130 +530,4 @@ def _resolve_tile(tile) -> SgemmKernel:
     return from_spec(tile)      # TileSpec or its name
 
 
-def _is_device(x) -> bool:
-    """A CUDA device array: numba's (the simulator's too) or any object with
-    ``__cuda_array_interface__`` (CuPy, PyTorch, ...)."""
-    return hasattr(x, "__cuda_array_interface__") or (
-        hasattr(x, "copy_to_host") and hasattr(x, "shape") and hasattr(x, "dtype"))
-
-
-def _as_device(x):
-    cuda = _import_cuda()
-    if hasattr(x, "copy_to_host"):          # already a numba device array
-        return x
-    return cuda.as_cuda_array(x)            # zero-copy view of a CAI object
-
-
-def _check_matrix(x, name: str):
-    """(is_device, shape) of an operand; TypeError/ValueError on bad input."""
-    if _is_device(x):
-        dev = True
-        if hasattr(x, "dtype"):
-            dtype = np.dtype(x.dtype)
-        else:
-            dtype = np.dtype(x.__cuda_array_interface__["typestr"])
-        shape = tuple(x.shape)
-    elif isinstance(x, np.ndarray):
-        dev = False
-        dtype, shape = x.dtype, x.shape
-    else:
-        raise TypeError(f"{name} must be a numpy array or a CUDA device array "
-                        f"(__cuda_array_interface__), got {type(x).__name__}")
-    if dtype != np.float32:
-        raise TypeError(f"{name} must be float32, got {dtype}")
-    if len(shape) != 2:
-        raise ValueError(f"{name} must be 2-D, got {len(shape)}-D with shape {shape}")
-    return dev, shape
-
-
-def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None):
-    """C := alpha * A @ B + beta * C on the GPU (fp32), BLAS semantics.
-
-    Parameters
-    ----------
-    A : (M, K) float32, numpy array or CUDA device array
-    B : (K, N) float32, same kinds
-    C : (M, N) float32, optional
-        Updated in place and returned. None: a new (M, N) array is returned
-        (numpy when A and B are numpy arrays, else a numba device array) and
-        ``beta`` is ignored.
-    alpha, beta : float
-        Scalars (applied in float32). beta == 0: C is only written (NaN/Inf in C
-        do not survive); alpha == 0 or K == 0: C := beta*C, A and B not read;
-        M == 0 or N == 0: nothing is touched.
-    tile : GpuTile | SgemmKernel | TileSpec | str | tuple, optional
-        The kernel: a GPU tile, a built kernel, a CPU tile spec or name (ported by
-        :func:`microkernel.gpu.port.plan`), or ``(tm, tn, bm, bn, bk)``. Default
-        :data:`DEFAULT_TILE`.
-
-    Returns
-    -------
-    C (the argument, updated) or the new array.
-
-    Raises
-    ------
-    TypeError
-        An operand that is not a numpy/device array or not float32; non-real
-        alpha/beta.
-    ValueError
-        An operand that is not 2-D, inner dimensions that differ, C of the wrong
-        shape, a read-only numpy C, or a grid beyond CUDA's limits.
-    ImportError
-        numba-cuda is not installed.
-    """
-    cuda = _import_cuda()
-    for nm, s in (("alpha", alpha), ("beta", beta)):
-        if not isinstance(s, numbers.Real) or isinstance(s, bool):
-            raise TypeError(f"{nm} must be a real number, got {type(s).__name__}")
-    a_dev, (m, k) = _check_matrix(A, "A")
-    b_dev, (kb, n) = _check_matrix(B, "B")
-    if kb != k:
-        raise ValueError(f"inner dimensions differ: A is {m}x{k}, B is {kb}x{n}")
-    c_dev = False
-    if C is not None:
-        c_dev, cshape = _check_matrix(C, "C")
-        if cshape != (m, n):
-            raise ValueError(f"C must be {m}x{n} for A {m}x{k} @ B {k}x{n}, got "
-                             f"{cshape[0]}x{cshape[1]}")
-        if not c_dev and not C.flags.writeable:
-            raise ValueError("C is read-only")
-    kern = _resolve_tile(tile)
-    gx, gy = kern.tile.grid(m, n)
-    if gy > 65535 or gx > 2**31 - 1:
-        raise ValueError(f"M={m}, N={n} need a {gx}x{gy} grid, beyond CUDA's limits")
-    if max(m, n, k) >= 2**32:
-        raise ValueError("dimensions must be < 2**32 (32-bit index arithmetic)")
-
-    if C is None:
-        beta = 0.0
-        if m == 0 or n == 0:
-            return (cuda.device_array((m, n), np.float32) if (a_dev or b_dev)
-                    else np.zeros((m, n), np.float32))
-    elif m == 0 or n == 0:
-        return C
-
-    def to_dev(x, is_dev):
-        return _as_device(x) if is_dev else cuda.to_device(np.ascontiguousarray(x))
-
-    dA = to_dev(A, a_dev)
-    dB = to_dev(B, b_dev)
-    if C is None:
-        dC = cuda.device_array((m, n), np.float32)
-    elif c_dev:
-        dC = to_dev(C, True)
-    elif beta == 0:
-        dC = cuda.device_array((m, n), np.float32)      # C is not read
-    else:
-        dC = cuda.to_device(np.ascontiguousarray(C))
-    kern.launch(dA, dB, dC, alpha, beta)
-    if C is None:
-        if a_dev or b_dev:
-            return dC
-        return dC.copy_to_host()
-    if c_dev:
-        return C
-    if C.flags.c_contiguous:
-        dC.copy_to_host(C)
-    else:
-        C[...] = dC.copy_to_host()
-    return C
+from .front import gemm  # noqa: E402  (the checked front end; imports this module)

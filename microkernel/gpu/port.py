@@ -14,8 +14,12 @@ and says, *before anything runs*:
    (e.g. avx512_12x32 -> 12x16 is still ~256 registers -> 12x8, 4 threads).
    SVE tiles are taken at ``vector_bits`` (default 128, the SVE2 width of the
    Grace CPU that shares a GH200 superchip with a Hopper GPU).
-2. **Block.** 256 threads (8 warps) arranged (BM/TM) x (BN/TN) with power-of-two
-   sides, choosing the most nearly square block tile; BK = 8 (16 when 8 does not
+2. **Block and warp.** 256 threads (8 warps) arranged (BM/TM) x (BN/TN) with
+   power-of-two sides, choosing the most nearly square block tile; a warp tile
+   (``warp="auto"``, the default: the most nearly square WM x WN = (LM*TM) x
+   (LN*TN) with LM x LN = 32 lanes that divides the block tile, which selects the
+   warp-tiled kernel of :mod:`microkernel.gpu.simt`; ``warp=None``: the original
+   kernel's layout); BK = 8 (16 when 8 does not
    split the staging loads evenly); two shared-memory stages; for thread tiles of
    32+ accumulators the inner loop is register-pipelined (the next k's regA/regB
    load while this k's FMAs run), with a register cap (``min_blocks``) that keeps
@@ -52,10 +56,11 @@ import numpy as np
 
 from ..tile import TileSpec
 from .kernel import GpuTile
+from .tiles import parse_warp, warp_for
 from .occupancy import SM90, Occupancy, occupancy
 
 __all__ = ["PortPlan", "plan", "estimate_regs", "port", "validate", "VALIDATION_CASES",
-           "SIM_CASES", "ptxas_resources", "add_port_arguments", "run_port",
+           "SIM_CASES", "ptxas_resources", "add_port_arguments", "run_port", "parse_warp",
            "REG_OVERHEAD", "PIPELINE_MIN_TILE", "C_BOUND", "U"]
 
 #: Registers beyond the tile's own (addresses, loop counters, epilogue): measured
@@ -152,7 +157,8 @@ def _block_for(tm: int, tn: int, threads: int, bk: int | None, stages: int,
 
 
 def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
-         bk: int | None = None, stages: int = 2, pipeline: bool | None = None) -> PortPlan:
+         bk: int | None = None, stages: int = 2, pipeline: bool | None = None,
+         warp="auto") -> PortPlan:
     """Map a CPU tile spec (or name) to a GPU kernel configuration.
 
     Parameters
@@ -171,6 +177,9 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
         thread tiles of at least :data:`PIPELINE_MIN_TILE` elements, with the
         register cap (``min_blocks``) that keeps the unpipelined kernel's blocks
         per SM.
+    warp : "auto", None or (wm, wn)
+        The warp tile (see :func:`microkernel.gpu.tiles.warp_for`); None keeps the original kernel's
+        layout (no warp tile, no split-K, no float4 global loads).
 
     Returns
     -------
@@ -193,10 +202,16 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
     notes = []
     tm, tn = mr, nr
     budget = SM90.max_regs_per_thread - REG_MARGIN
+    if warp not in ("auto", None) and not (isinstance(warp, (tuple, list))
+                                           and len(warp) == 2):
+        raise ValueError(f"warp must be 'auto', None or (wm, wn), got {warp!r}")
+
     def choose(tm, tn):
         base = _block_for(tm, tn, threads, bk, stages, False)
+        if warp is not None:
+            base = warp_for(base, warp) or base
         pipe = (tm * tn >= PIPELINE_MIN_TILE) if pipeline is None else pipeline
-        if not pipe or base.bk % 2:
+        if not pipe or (base.bk % 2 and not base.warp_tiled):
             return base
         # keep the occupancy of the unpipelined kernel: cap the registers so that
         # as many blocks fit (8x8: 2 blocks of 256 threads -> <= 128 registers)
@@ -231,6 +246,14 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
                  + (", next k's regA/regB loaded during this k's FMAs" if tile.pipeline else "")
                  + (f", registers capped for {tile.min_blocks} blocks/SM"
                     if tile.min_blocks > 1 else ""))
+    if tile.warp_tiled:
+        notes.append(f"warp tile {tile.wm}x{tile.wn} ({tile.lm}x{tile.ln} lanes of "
+                     f"{tm}x{tn}), {tile.warps[0]}x{tile.warps[1]} warps per block: "
+                     f"float4 global loads when K and N are multiples of 4, A transposed "
+                     f"(skewed, conflict-free), k loop unrolled, split-K chosen per shape")
+    elif warp is not None:
+        notes.append(f"no warp tile of 32 lanes divides the {tile.bm}x{tile.bn} block: "
+                     f"the original kernel's layout")
     if tm * tn < 32:
         notes.append(f"{tm}x{tn} is a small thread tile: {tm + tn} shared loads per "
                      f"{tm * tn} FMAs, expect it to be shared-memory bound")
@@ -256,16 +279,17 @@ def _find_ptxas() -> str | None:
     return None
 
 
-def ptxas_resources(kernel, arch: str = "sm_90") -> dict | None:
+def ptxas_resources(kernel, arch: str = "sm_90", variant: str | None = None) -> dict | None:
     """Registers, stack frame, spills and shared memory from ``ptxas -v`` on the
-    kernel's PTX (numba's NVVM, no GPU needed). None when NVVM or ptxas is missing.
+    kernel's PTX (numba's NVVM, no GPU needed; ``variant`` "vec" or "scalar" for
+    the warp-tiled kernel). None when NVVM or ptxas is missing.
     """
     ptxas = _find_ptxas()
     if ptxas is None:
         return None
     cc = tuple(int(c) for c in arch.removeprefix("sm_"))
     try:
-        ptx = kernel.ptx(cc=cc)
+        ptx = kernel.ptx(cc=cc, variant=variant)
     except Exception:       # no NVVM (libnvvm) in this environment
         return None
     with tempfile.TemporaryDirectory() as d:
@@ -308,7 +332,10 @@ def port(spec_or_name, *, vector_bits: int | None = None, compile: bool | None =
     ``plan`` (the estimate, always); ``compiled`` (numba dispatcher resources on a
     real GPU when ``compile`` is not False, else ptxas's when ``offline`` and NVVM
     + ptxas exist, else None) with its ``occupancy`` and ``spills`` flag;
-    ``warnings`` (e.g. spills); ``validation`` (list of case results, when asked).
+    ``warnings`` (e.g. spills); ``validation`` (list of case results, when asked);
+    ``launch`` (warp-tiled kernels: the split-K the shape-adaptive launch would use
+    with this tile on the GPU sweep's default workload, one
+    :meth:`~microkernel.gpu.launch.LaunchPlan.as_dict` per shape).
     """
     p = plan(spec_or_name, vector_bits=vector_bits, **plan_kw)
     report = {"plan": p.as_dict(), "compiled": None, "warnings": [], "validation": None,
@@ -329,19 +356,32 @@ def port(spec_or_name, *, vector_bits: int | None = None, compile: bool | None =
                                         else dev.name),
                             "cc": list(dev.compute_capability)}
         res = dict(kern.resources(), source="numba dispatcher")
+        if p.tile.warp_tiled:
+            res["scalar"] = kern.resources("scalar")
     elif kern is not None and offline and not kern.simulated:
         res = ptxas_resources(kern)
+        if res is not None and p.tile.warp_tiled:
+            res["scalar"] = ptxas_resources(kern, variant="scalar")
     if res is not None:
         report["compile"] = res["source"]
         occ = occupancy(res["regs"], p.tile.threads, res["shared_bytes"])
         res["occupancy"] = occ.as_dict()
-        res["spills"] = res.get("local_bytes", 0) > 0 or res.get("spill_stores", 0) > 0
-        if res["spills"]:
-            msg = (f"{p.tile.name}: {res.get('local_bytes', 0)} bytes of local memory per "
-                   f"thread: the register tile spills (compiled {res['regs']} registers)")
-            report["warnings"].append(msg)
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        for label, r in (("", res), (" (scalar variant)", res.get("scalar"))):
+            if not r:
+                continue
+            r["spills"] = r.get("local_bytes", 0) > 0 or r.get("spill_stores", 0) > 0
+            if r["spills"]:
+                msg = (f"{p.tile.name}{label}: {r.get('local_bytes', 0)} bytes of local "
+                       f"memory per thread: the register tile spills (compiled "
+                       f"{r['regs']} registers)")
+                report["warnings"].append(msg)
+                warnings.warn(msg, RuntimeWarning, stacklevel=2)
         report["compiled"] = res
+    if p.tile.warp_tiled:
+        from .launch import plan_launch
+        from .sweep import workload_shapes
+        report["launch"] = [plan_launch(m, n, k, tile=p.tile).as_dict()
+                            for m, n, k in workload_shapes()]
     if validate_cases:
         if kern is None:
             from .kernel import kernel_for
@@ -442,7 +482,7 @@ def validate(kernel, cases=VALIDATION_CASES, *, seed: int = 0) -> list:
 
 def add_port_arguments(parser) -> None:
     """Arguments of ``microkernel port``: NAME [--json] [--validate] [--vector-bits B]
-    [--threads T] [--bk K] [--no-compile]."""
+    [--threads T] [--bk K] [--no-compile] [--warp auto|none|WMxWN]."""
     parser.add_argument("name", metavar="NAME",
                         help="CPU tile to port, e.g. avx512_8x16, avx2_6x16, sve_8x2v")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -455,6 +495,9 @@ def add_port_arguments(parser) -> None:
     parser.add_argument("--bk", type=int, default=None, help="k depth of a shared stage")
     parser.add_argument("--no-compile", action="store_true",
                         help="estimate only: do not compile (no GPU / ptxas report)")
+    parser.add_argument("--warp", default="auto", metavar="auto|none|WMxWN",
+                        help="warp tile: auto (default: the most nearly square one of 32 "
+                             "lanes), none (the original kernel's layout) or e.g. 32x64")
 
 
 def _render(report: dict) -> None:
@@ -480,6 +523,11 @@ def _render(report: dict) -> None:
             vals.append(fmt(comp.get(key)) if key and comp.get(key) is not None else "")
         tab.add_row(*vals)
     row("thread tile (TM x TN)", f"{p['thread_tile'][0]}x{p['thread_tile'][1]}")
+    if t.get("warp_tile"):
+        row("warp tile (WM x WN, lanes)", f"{t['wm']}x{t['wn']} ({t['lanes'][0]}x"
+            f"{t['lanes'][1]}), {t['warps'][0]}x{t['warps'][1]} warps")
+    else:
+        row("warp tile", "none (original layout)")
     row("block tile (BM x BN x BK)", f"{t['bm']}x{t['bn']}x{t['bk']}")
     row("threads per block", t["threads"])
     row("registers per thread", p["est_regs"], "regs")
@@ -501,8 +549,16 @@ def _render(report: dict) -> None:
                      else "no GPU, and no NVVM + ptxas for an offline compile)"))
     if report.get("device"):
         con.print(f"  device: {report['device']['name']} (cc {report['device']['cc']})")
+    sc = (comp or {}).get("scalar")
+    if sc:
+        con.print(f"  scalar-load variant (K or N not a multiple of 4, or unaligned "
+                  f"operands): {sc['regs']} registers, {sc.get('local_bytes', 0)} B local")
     for w in report["warnings"]:
         con.print(f"[bold red]warning:[/bold red] {w}")
+    if report.get("launch"):
+        from .launch import render_plans
+        render_plans(con, report["launch"], f"shape-adaptive launch with {t['name']} "
+                     f"(132 SMs, sm_90 model)")
     if report.get("validation") is not None:
         vt = Table(title="validation (float64 reference)")
         for c in ("case", "M", "N", "K", "alpha", "beta", "max |err|", "bound", "ok"):
@@ -522,7 +578,8 @@ def run_port(args) -> int:
     try:
         report = port(args.name, vector_bits=args.vector_bits,
                       compile=False if getattr(args, "no_compile", False) else None,
-                      validate_cases=args.validate, threads=args.threads, bk=args.bk)
+                      validate_cases=args.validate, threads=args.threads, bk=args.bk,
+                      warp=parse_warp(getattr(args, "warp", "auto") or "auto"))
     except (TileError, ValueError, TypeError) as e:
         if args.json:
             print(json.dumps({"error": str(e)}))
