@@ -67,8 +67,27 @@ def _make():
             return sig, codegen
         return typer
 
+    s4 = ir.LiteralStructType([f32] * 4)
+    ldg_asm = ir.InlineAsm(ir.FunctionType(s4, [ir.PointerType(f32, 1)]),
+                           "ld.global.nc.v4.f32 {$0, $1, $2, $3}, [$4];",
+                           "=f,=f,=f,=f,l", side_effect=True)
+
     def ldg4(typingctx, arr, idx):
-        return _load(True)(typingctx, arr, idx)
+        # inline PTX with side effects: LLVM keeps the load where the source puts it.
+        # (A plain invariant <4 x float> load is free to move, and NVVM sank the
+        # loads of the next k block below the FMAs, next to the shared stores that
+        # use them: no overlap of global latency with the FMAs.)
+        if not _check(arr, idx):
+            return None
+        sig = types.UniTuple(types.float32, 4)(arr, idx)
+
+        def codegen(context, builder, sig, args):
+            vptr = _vec_ptr(context, builder, sig.args[0], sig.args[1], *args)
+            gptr = builder.bitcast(vptr, ir.PointerType(f32, 1))
+            r = builder.call(ldg_asm, [gptr])
+            el = [builder.extract_value(r, c) for c in range(4)]
+            return context.make_tuple(builder, sig.return_type, el)
+        return sig, codegen
 
     def ld4(typingctx, arr, idx):
         return _load(False)(typingctx, arr, idx)

@@ -13,16 +13,17 @@ model (:mod:`microkernel.gpu.occupancy`) and keeps the fastest:
   (:func:`~microkernel.gpu.occupancy.busiest_sm_rounds`); a round of r blocks of
   w warps each takes ``r*bm*bn*kslice / (F * min(1, r*w/SATURATION_WARPS))`` +
   :data:`ROUND_OVERHEAD_S` seconds, with F = 128 FMA/clock x
-  :data:`CLOCK_HZ` x :data:`SM_EFFICIENCY` per SM: fewer resident warps than
-  :data:`SATURATION_WARPS` hide less latency;
+  :data:`CLOCK_HZ` x :data:`SM_EFFICIENCY` x :func:`tile_rate` per SM: fewer
+  resident warps than :data:`SATURATION_WARPS` hide less latency;
 * the kernel takes at least the time to read A and B and write C once from DRAM
   (:data:`DRAM_BYTES_PER_S`);
 * split-K adds writing and re-reading S partial sums of C and the reduction's
   launch (:data:`REDUCE_LAUNCH_S`); kslice is at least :data:`MIN_KSLICE` and
   the workspace at most :data:`WORKSPACE_LIMIT` bytes.
 
-Options within :data:`TIE` of the fastest are equivalent; among them the
-smallest split, then the earliest candidate (the largest tile) wins. The constants
+Options within :data:`TIE` of the fastest are equivalent; among them one whose
+grid has a block for every SM wins, then the smallest split, then the earliest
+candidate (the largest tile). The constants
 are a model of the H200, not measurements of this kernel: ``bench/gpu_simt.py``
 prints the planner's choice next to measured split scans so that they can be
 checked and refit.
@@ -55,7 +56,7 @@ from .tiles import DEFAULT_TILE, GpuTile
 __all__ = ["LaunchPlan", "plan_launch", "AUTO_TILES", "runner", "Runner", "clear_plans",
            "reduce", "MAX_SPLIT", "MIN_KSLICE", "CLOCK_HZ", "SM_EFFICIENCY",
            "SATURATION_WARPS", "ROUND_OVERHEAD_S", "REDUCE_LAUNCH_S", "DRAM_BYTES_PER_S",
-           "WORKSPACE_LIMIT", "TIE", "render_plans"]
+           "WORKSPACE_LIMIT", "TIE", "TILE_RATE", "tile_rate", "render_plans"]
 
 #: SM clock of the model (H200 boost clock, nvidia-smi ``clocks.max.sm``: 1980 MHz).
 CLOCK_HZ = 1.98e9
@@ -63,8 +64,14 @@ CLOCK_HZ = 1.98e9
 FMA_PER_CLOCK = 128
 #: Fraction of the FMA peak an SM sustains on the kernel's main loop.
 SM_EFFICIENCY = 0.75
-#: Resident warps per SM from which the main loop runs at that rate.
-SATURATION_WARPS = 8
+#: Resident warps per SM from which the main loop runs at that rate (one per
+#: sub-partition: an 8x8 thread tile has 64 independent FMAs per k step to cover
+#: the shared-memory latency of the next step's fragments).
+SATURATION_WARPS = 4
+#: Relative rate of the main loop per block tile (bm, bn): smaller blocks move more
+#: data from L2 per FMA (a 64x64 block twice a 128x128 block's). An assumption to
+#: refit from ``microkernel sweep --gpu``, not a measurement.
+TILE_RATE = {(128, 128): 1.0, (64, 128): 0.97, (64, 64): 0.94}
 #: Per round of blocks on an SM: the prologue's global-load latency and the epilogue.
 ROUND_OVERHEAD_S = 1.5e-6
 #: The split-K reduction kernel's launch, back to back on the stream.
@@ -85,8 +92,8 @@ TIE = 0.02
 #: 4 and 8 blocks spills the two smaller ones, whose threads stage more of A and B).
 AUTO_TILES = (
     DEFAULT_TILE,
-    GpuTile(8, 8, 64, 128, 8, pipeline=True, min_blocks=3, wm=32, wn=64),
-    GpuTile(8, 8, 64, 64, 8, pipeline=True, min_blocks=6, wm=32, wn=64),
+    GpuTile(8, 8, 64, 128, 8, min_blocks=3, wm=32, wn=64),
+    GpuTile(8, 8, 64, 64, 8, min_blocks=6, wm=32, wn=64),
 )
 
 
@@ -136,8 +143,18 @@ class LaunchPlan:
 
 
 def _blocks_per_sm(tile: GpuTile, limits: SmLimits) -> int:
+    """Blocks per SM of ``tile``'s kernel: at its register cap when it has one
+    (ptxas 13.0 uses up to the cap: 128 of 128, 159 and 163 of 168 for
+    :data:`AUTO_TILES`), else at the port's register estimate."""
     from .port import estimate_regs
-    return occupancy(estimate_regs(tile), tile.threads, tile.smem_bytes, limits).blocks_per_sm
+    from .tiles import max_registers
+    regs = max_registers(tile) or estimate_regs(tile)
+    return occupancy(regs, tile.threads, tile.smem_bytes, limits).blocks_per_sm
+
+
+def tile_rate(tile: GpuTile) -> float:
+    """Relative main-loop rate of a block tile (:data:`TILE_RATE`, 1.0 if unlisted)."""
+    return TILE_RATE.get((tile.bm, tile.bn), 1.0)
 
 
 def _evaluate(t: GpuTile, s: int, m: int, n: int, k: int, bps: int, limits: SmLimits,
@@ -149,7 +166,7 @@ def _evaluate(t: GpuTile, s: int, m: int, n: int, k: int, bps: int, limits: SmLi
     gx, gy = t.grid(m, n)
     blocks = gx * gy * s_eff
     rounds = busiest_sm_rounds(blocks, bps, limits)
-    rate = FMA_PER_CLOCK * CLOCK_HZ * SM_EFFICIENCY
+    rate = FMA_PER_CLOCK * CLOCK_HZ * SM_EFFICIENCY * tile_rate(t)
     wpb = -(-t.threads // 32)
     work = t.bm * t.bn * kslice
     t_comp = sum(r * work / (rate * min(1.0, r * wpb / SATURATION_WARPS)) + ROUND_OVERHEAD_S
@@ -247,7 +264,12 @@ def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
     if not best:
         raise ValueError(f"no candidate tile can launch for {m}x{n}x{k}")
     fastest = min(o[0] for o in best)
-    pick = min((o for o in best if o[0] <= fastest * (1 + TIE)), key=lambda o: (o[1], o[2]))
+
+    def fills(o):
+        g = o[5]
+        return g[0] * g[1] * g[2] >= limits.sm_count
+    pick = min((o for o in best if o[0] <= fastest * (1 + TIE)),
+               key=lambda o: (not fills(o), o[1], o[2]))
     sec, s_eff, _, t, kslice, grid, rounds, bps = pick
     blocks = grid[0] * grid[1] * grid[2]
     if no_split:

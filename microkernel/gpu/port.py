@@ -210,8 +210,15 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
         base = _block_for(tm, tn, threads, bk, stages, False)
         if warp is not None:
             base = warp_for(base, warp) or base
+        if base.warp_tiled:
+            # the k loop is unrolled and ptxas schedules the fragment loads itself:
+            # no register double buffering by default (in ptxas 13.0's SASS it only
+            # adds registers); cap the registers at what the estimate's blocks need
+            base = dataclasses.replace(base, pipeline=bool(pipeline))
+            mb = occupancy(estimate_regs(base), base.threads, base.smem_bytes).blocks_per_sm
+            return dataclasses.replace(base, min_blocks=mb) if mb > 1 else base
         pipe = (tm * tn >= PIPELINE_MIN_TILE) if pipeline is None else pipeline
-        if not pipe or (base.bk % 2 and not base.warp_tiled):
+        if not pipe or base.bk % 2:
             return base
         # keep the occupancy of the unpipelined kernel: cap the registers so that
         # as many blocks fit (8x8: 2 blocks of 256 threads -> <= 128 registers)

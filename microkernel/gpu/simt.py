@@ -155,7 +155,7 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
         s(f"ar{p} = {f} // {u(QPR)}")
         s(f"aq{p} = ({f} % {u(QPR)}) * {u(4)}")
         part = p == PA - 1 and A4 % NT
-        s(f"va{p} = row0 + ar{p} < M" + (f" and {f} < {u(A4)}" if part else ""))
+        s(f"va{p} = (row0 + ar{p} < M)" + (f" & ({f} < {u(A4)})" if part else ""))
         if part:
             s(f"sva{p} = {f} < {u(A4)}")
         s(f"sa{p} = uint32(aq{p} * {u(lay.a_row)} + (aq{p} // {u(4)}) * {u(lay.a_skew)} + ar{p})")
@@ -166,7 +166,7 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
         s(f"br{p} = {f} // {u(BN4)}")
         s(f"bc{p} = ({f} % {u(BN4)}) * {u(4)}")
         part = p == PB - 1 and B4 % NT
-        s(f"vb{p} = col0 + bc{p} < N" + (f" and {f} < {u(B4)}" if part else ""))
+        s(f"vb{p} = (col0 + bc{p} < N)" + (f" & ({f} < {u(B4)})" if part else ""))
         if part:
             s(f"svb{p} = {f} < {u(B4)}")
         s(f"sb{p} = uint32(br{p} * {u(lay.b_row)} + bc{p})")
@@ -182,12 +182,12 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
         for p in range(PA):
             xs = ", ".join(f"xa{p}_{c}" for c in range(4))
             if vec:
-                s(f"if va{p} and k0 + aq{p} < ke:")
-                with s.block():
-                    s(f"{xs} = ldg4(A, ga{p})")
-                s("else:")
-                with s.block():
-                    s(" = ".join(f"xa{p}_{c}" for c in range(4)) + " = F0")
+                # unconditional load (of A[0, 0] when outside), then zero: no branch,
+                # so that ptxas schedules it above the FMAs
+                s(f"ok = va{p} & (k0 + aq{p} < ke)")
+                s(f"{xs} = ldg4(A, ga{p} if ok else {u(0)})")
+                for c in range(4):
+                    s(f"xa{p}_{c} = xa{p}_{c} if ok else F0")
                 s(f"ga{p} = uint32(ga{p} + {u(BK)})")
             else:
                 s(f"kk = k0 + aq{p}")
@@ -199,12 +199,10 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
         for p in range(PB):
             xs = ", ".join(f"xb{p}_{c}" for c in range(4))
             if vec:
-                s(f"if vb{p} and k0 + br{p} < ke:")
-                with s.block():
-                    s(f"{xs} = ldg4(B, gb{p})")
-                s("else:")
-                with s.block():
-                    s(" = ".join(f"xb{p}_{c}" for c in range(4)) + " = F0")
+                s(f"ok = vb{p} & (k0 + br{p} < ke)")
+                s(f"{xs} = ldg4(B, gb{p} if ok else {u(0)})")
+                for c in range(4):
+                    s(f"xb{p}_{c} = xb{p}_{c} if ok else F0")
                 s(f"gb{p} = uint32(gb{p} + BKN)")
             else:
                 s(f"kk = k0 + br{p}")
@@ -272,14 +270,14 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
         s("for kt in range(nk):")
         with s.block():
             s(f"k0 += {u(BK)}")
-            s("more = k0 < ke")
-            s("if more:                            # the next k block, into registers")
-            with s.block():
-                loads()
+            # the next k block, into registers: not under `if more` (the loads' own
+            # guards zero-fill past ke), so that the loads stay above the FMAs
+            loads()
             compute()
-            s("if more:                            # ... then into the other stage")
-            with s.block():
-                stores(f"({u(lay.a_stage)} - oa)", f"({u(lay.b_stage)} - ob)")
+            # ... then into the other stage, unconditionally: under `if more`, ptxas
+            # sinks the global loads into that block, below the FMAs (the last
+            # iteration stores a zero tile that nothing reads)
+            stores(f"({u(lay.a_stage)} - oa)", f"({u(lay.b_stage)} - ob)")
             s("cuda.syncthreads()")
             s(f"oa = {u(lay.a_stage)} - oa")
             s(f"ob = {u(lay.b_stage)} - ob")

@@ -46,14 +46,14 @@ __all__ = ["CANDIDATES", "workload_shapes", "sweep_gpu", "run", "render_text",
 
 #: The GPU sweep's candidate tiles (thread tile x warp tile x block tile x BK x stages).
 CANDIDATES = (
-    DEFAULT_TILE,                                                         # 8x8 w32x64 128x128x8
-    GpuTile(8, 8, 128, 128, 16, pipeline=True, min_blocks=2, wm=32, wn=64),   # BK 16
-    GpuTile(8, 8, 128, 128, 8, pipeline=True, min_blocks=2, wm=64, wn=32),    # 8x4 lanes
-    GpuTile(16, 8, 256, 128, 8, pipeline=True, wm=64, wn=64),                 # 16x8 thread
-    GpuTile(8, 16, 128, 256, 8, pipeline=True, wm=64, wn=64),                 # 8x16 thread
-    GpuTile(8, 8, 128, 128, 8, stages=1, min_blocks=2, wm=32, wn=64),         # 1 stage
-    AUTO_TILES[1],                                                        # 64x128
-    AUTO_TILES[2],                                                        # 64x64
+    DEFAULT_TILE,                                                 # 8x8, w32x64, 128x128x8
+    GpuTile(8, 8, 128, 128, 16, wm=32, wn=64),                    # BK 16 (143 regs: 1 block)
+    GpuTile(8, 8, 128, 128, 8, min_blocks=2, wm=64, wn=32),       # lanes 8x4
+    GpuTile(16, 8, 256, 128, 8, wm=64, wn=64),                    # 16x8 thread tile
+    GpuTile(8, 16, 128, 256, 8, wm=64, wn=64),                    # 8x16 thread tile
+    GpuTile(8, 8, 128, 128, 8, stages=1, min_blocks=2, wm=32, wn=64),   # one stage
+    AUTO_TILES[1],                                                # 64x128 block
+    AUTO_TILES[2],                                                # 64x64 block
 )
 
 AUTO = "auto"

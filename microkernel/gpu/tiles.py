@@ -365,8 +365,9 @@ LEGACY_TILE = GpuTile(8, 8, 128, 128, 8, pipeline=True, min_blocks=2)
 #: The default fixed tile (what ``tile=None`` meant before the shape-adaptive
 #: launch, and the largest of its candidates): the same 8x8 thread tile and 128x128
 #: block, warps of 32x64 (4 x 8 lanes, CUTLASS's SIMT sgemm 128x128x8 arrangement),
-#: registers capped at 128 for 2 blocks per SM.
-DEFAULT_TILE = GpuTile(8, 8, 128, 128, 8, pipeline=True, min_blocks=2, wm=32, wn=64)
+#: registers capped at 128 for 2 blocks per SM (ptxas 13.0, sm_90: 128 registers,
+#: no spill; with ``pipeline=True`` it spills 4 bytes).
+DEFAULT_TILE = GpuTile(8, 8, 128, 128, 8, min_blocks=2, wm=32, wn=64)
 
 
 def max_registers(tile: GpuTile) -> int | None:
