@@ -24,11 +24,36 @@ from . import launch as _launch
 __all__ = ["gemm", "vec_ok", "device_info"]
 
 
+_KINDS: dict = {}
+
+
+def _kind(x) -> str | None:
+    """How to read an operand, cached by type: "numpy", "numba" (numba's device
+    arrays), "sim" (the simulator's), "cupy", "cai" (any other
+    ``__cuda_array_interface__`` object), or None."""
+    t = type(x)
+    k = _KINDS.get(t)
+    if k is None:
+        if isinstance(x, np.ndarray):
+            k = "numpy"
+        elif hasattr(x, "gpu_data") and hasattr(x, "is_c_contiguous"):
+            k = "numba"
+        elif hasattr(x, "_ary") and hasattr(x, "copy_to_host"):
+            k = "sim"
+        elif t.__module__.startswith("cupy") and hasattr(x, "data") and hasattr(x, "flags"):
+            k = "cupy"
+        elif hasattr(x, "__cuda_array_interface__"):
+            k = "cai"
+        else:
+            return None
+        _KINDS[t] = k
+    return k
+
+
 def _is_device(x) -> bool:
     """A CUDA device array: numba's (the simulator's too) or any object with
     ``__cuda_array_interface__`` (CuPy, PyTorch, ...)."""
-    return hasattr(x, "__cuda_array_interface__") or (
-        hasattr(x, "copy_to_host") and hasattr(x, "shape") and hasattr(x, "dtype"))
+    return _kind(x) not in (None, "numpy")
 
 
 def _as_device(x):
@@ -36,6 +61,16 @@ def _as_device(x):
     if hasattr(x, "copy_to_host"):          # already a numba device array
         return x
     return cuda.as_cuda_array(x)            # zero-copy view of a CAI object
+
+
+def _meta(x, kind: str):
+    """(data pointer, C-contiguous) of a device array of the given kind."""
+    if kind == "numba":
+        return x.device_ctypes_pointer.value or 0, x.is_c_contiguous()
+    if kind == "cupy":
+        return x.data.ptr, x.flags.c_contiguous
+    ptr, _, contig = device_info(x)
+    return ptr, contig
 
 
 def device_info(x):
@@ -60,29 +95,25 @@ def vec_ok(A, B, C) -> bool:
     n = B.shape[1]
     if k % 4 or n % 4:
         return False
-    return all(device_info(x)[0] % 16 == 0 for x in (A, B, C))
+    return all(_meta(x, _kind(x))[0] % 16 == 0 for x in (A, B, C))
 
 
 def _check_matrix(x, name: str):
-    """(is_device, shape) of an operand; TypeError/ValueError on bad input."""
-    if _is_device(x):
-        dev = True
-        if hasattr(x, "dtype"):
-            dtype = np.dtype(x.dtype)
-        else:
-            dtype = np.dtype(x.__cuda_array_interface__["typestr"])
-        shape = tuple(x.shape)
-    elif isinstance(x, np.ndarray):
-        dev = False
-        dtype, shape = x.dtype, x.shape
-    else:
+    """(kind, shape) of an operand; TypeError/ValueError on bad input."""
+    kind = _kind(x)
+    if kind is None:
         raise TypeError(f"{name} must be a numpy array or a CUDA device array "
                         f"(__cuda_array_interface__), got {type(x).__name__}")
+    if kind == "cai" and not hasattr(x, "dtype"):
+        cai = x.__cuda_array_interface__
+        dtype, shape = np.dtype(cai["typestr"]), tuple(cai["shape"])
+    else:
+        dtype, shape = x.dtype, x.shape
     if dtype != np.float32:
         raise TypeError(f"{name} must be float32, got {dtype}")
     if len(shape) != 2:
-        raise ValueError(f"{name} must be 2-D, got {len(shape)}-D with shape {shape}")
-    return dev, shape
+        raise ValueError(f"{name} must be 2-D, got {len(shape)}-D with shape {tuple(shape)}")
+    return kind, tuple(shape)
 
 
 _TILE_ARGS: dict = {}
@@ -162,13 +193,16 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
             raise TypeError(f"split must be an integer, got {type(split).__name__}")
         if split < 1:
             raise ValueError(f"split must be >= 1, got {split}")
-    a_dev, (m, k) = _check_matrix(A, "A")
-    b_dev, (kb, n) = _check_matrix(B, "B")
+    a_kind, (m, k) = _check_matrix(A, "A")
+    b_kind, (kb, n) = _check_matrix(B, "B")
+    a_dev, b_dev = a_kind != "numpy", b_kind != "numpy"
     if kb != k:
         raise ValueError(f"inner dimensions differ: A is {m}x{k}, B is {kb}x{n}")
     c_dev = False
+    c_kind = None
     if C is not None:
-        c_dev, cshape = _check_matrix(C, "C")
+        c_kind, cshape = _check_matrix(C, "C")
+        c_dev = c_kind != "numpy"
         if cshape != (m, n):
             raise ValueError(f"C must be {m}x{n} for A {m}x{k} @ B {k}x{n}, got "
                              f"{cshape[0]}x{cshape[1]}")
@@ -181,8 +215,9 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
     bm, bn = (gtile.bm, gtile.bn) if gtile is not None else (64, 64)
     if -(-m // bm) > 65535 or -(-n // bn) > 2**31 - 1:
         raise ValueError(f"M={m}, N={n} need a grid beyond CUDA's limits")
-    if max(m, n, k) >= 2**32:
-        raise ValueError("dimensions must be < 2**32 (32-bit index arithmetic)")
+    if max(m * k, k * n, m * n) >= 2**32:
+        raise ValueError(f"{m}x{n}x{k}: every operand must have fewer than 2**32 elements "
+                         f"(32-bit flat indices)")
     cuda = _import_cuda()
     if C is None:
         beta = 0.0
@@ -205,9 +240,10 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
         # device arrays: the fast path (no copies, no numba dispatch)
         if C is None:
             C = cuda.device_array((m, n), np.float32)
-        pa, _, ca = device_info(A)
-        pb, _, cb = device_info(B)
-        pc, _, cc = device_info(C)
+            c_kind = _kind(C)
+        pa, ca = _meta(A, a_kind)
+        pb, cb = _meta(B, b_kind)
+        pc, cc = _meta(C, c_kind)
         if ca and cb and cc:
             variant = ("vec" if not (k % 4 or n % 4 or pa % 16 or pb % 16 or pc % 16)
                        else "scalar")

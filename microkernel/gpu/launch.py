@@ -368,10 +368,14 @@ class Runner:
                 self.fast_error = f"{type(e).__name__}: {e}"
 
     def workspace(self):
+        """The split-K workspace ((split*m) x n, allocated once per runner)."""
         if self.W is None and self.plan.split > 1:
             from .kernel import _import_cuda
             self.W = _import_cuda().device_array((self.plan.split * self.plan.m,
                                                   self.plan.n), np.float32)
+            if not self.kern.simulated:
+                self.wparams = _arr_params(self.W.device_ctypes_pointer.value,
+                                           self.plan.split * self.plan.m, self.plan.n)
         return self.W
 
     def run_fast(self, pa: int, pb: int, pc: int, alpha: float, beta: float) -> None:
@@ -382,8 +386,9 @@ class Runner:
         bp = _arr_params(pb, k, n)
         cp = _arr_params(pc, m, n)
         if p.split > 1:
-            W = self.workspace()
-            wp = _arr_params(W.__cuda_array_interface__["data"][0], p.split * m, n)
+            if self.W is None:
+                self.workspace()
+            wp = self.wparams
             self.fast(self.cfg, ap + bp + cp + wp + (ctypes.c_float(1.0), ctypes.c_float(0.0),
                                                      ctypes.c_uint32(p.kslice)))
             self.rfast(self.rcfg, wp + cp + (ctypes.c_float(alpha), ctypes.c_float(beta),
