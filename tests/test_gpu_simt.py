@@ -20,7 +20,7 @@ cuda = pytest.importorskip("numba.cuda", reason="the [gpu] extra (numba-cuda) is
 from microkernel.gpu import front, launch, simt  # noqa: E402
 from microkernel.gpu import port as gp  # noqa: E402
 from microkernel.gpu.intrinsics import sim_ldg4, sim_st4  # noqa: E402
-from microkernel.gpu.occupancy import SM90, SmLimits, busiest_sm_rounds  # noqa: E402
+from microkernel.gpu.occupancy import SmLimits, busiest_sm_rounds  # noqa: E402
 from microkernel.gpu.tiles import DEFAULT_TILE, GpuTile, LEGACY_TILE, parse_warp  # noqa: E402
 
 SIM = bool(cuda.config.ENABLE_CUDASIM)

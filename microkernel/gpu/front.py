@@ -104,7 +104,7 @@ def _check_matrix(x, name: str):
     if kind is None:
         raise TypeError(f"{name} must be a numpy array or a CUDA device array "
                         f"(__cuda_array_interface__), got {type(x).__name__}")
-    if kind == "cai" and not hasattr(x, "dtype"):
+    if kind == "cai":                       # torch & co: dtype not a numpy dtype
         cai = x.__cuda_array_interface__
         dtype, shape = np.dtype(cai["typestr"]), tuple(cai["shape"])
     else:

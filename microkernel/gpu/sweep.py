@@ -5,7 +5,7 @@ warp-tiled kernel: thread tile (8x8, 16x8, 8x16), warp tile (32x64, 64x32,
 64x64), block tile (256x128 .. 64x64), BK (8, 16) and shared-memory stages, plus
 the shape-adaptive default (``auto``). For each:
 
-1. **compile** (both variants: float4 and scalar global loads) and read numba's
+1. **compile** (the float4 variant; the scalar one when a shape needs it) and read numba's
    resource report (registers, local memory = spills, shared memory) and the
    occupancy it gives (:mod:`microkernel.gpu.occupancy`);
 2. **validate** on every shape of the workload: every element against a float64
@@ -140,13 +140,11 @@ def sweep_gpu(tiles=None, shapes=None, *, rounds: int = 20, budget: float = 120.
         t0 = time.time()
         try:
             kern = kernel_for(t)
-            kern.compile("both")
+            kern.compile("vec")     # the scalar variant compiles if a shape needs it
             row["compile_s"] = round(time.time() - t0, 1)
             res = kern.resources("vec")
             row.update(regs=res["regs"], local_bytes=res["local_bytes"],
                        shared_bytes=res["shared_bytes"], spills=res["local_bytes"] > 0)
-            rs = kern.resources("scalar") if t.warp_tiled else None
-            row["scalar"] = rs
             o = occ.occupancy(res["regs"], t.threads, res["shared_bytes"], lim)
             row["occupancy"] = o.as_dict()
         except Exception as e:  # noqa: BLE001 - report and go on
