@@ -310,6 +310,17 @@ def test_gemm_split_argument_errors():
     with pytest.raises(TypeError, match="B must be float32"):
         front.gemm(A, B.astype(np.float64))
 
+    class Fake:                       # a device array of 70000^2 floats (never read)
+        def __init__(self, shape):
+            self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4",
+                                             "data": (0, False), "version": 3}
+    with pytest.raises(ValueError, match="2\\*\\*32 elements"):
+        front.gemm(Fake((70000, 70000)), Fake((70000, 8)))
+    with pytest.raises(TypeError, match="A must be float32"):
+        f = Fake((4, 4))
+        f.__cuda_array_interface__["typestr"] = "<f8"
+        front.gemm(f, B)
+
 
 # -- port and the GPU sweep hook ---------------------------------------------------------
 

@@ -215,9 +215,11 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
     bm, bn = (gtile.bm, gtile.bn) if gtile is not None else (64, 64)
     if -(-m // bm) > 65535 or -(-n // bn) > 2**31 - 1:
         raise ValueError(f"M={m}, N={n} need a grid beyond CUDA's limits")
-    if max(m * k, k * n, m * n) >= 2**32:
-        raise ValueError(f"{m}x{n}x{k}: every operand must have fewer than 2**32 elements "
-                         f"(32-bit flat indices)")
+    if max(m, n, k) >= 2**32:
+        raise ValueError("dimensions must be < 2**32 (32-bit index arithmetic)")
+    if (gtile is None or gtile.warp_tiled) and max(m * k, k * n, m * n) >= 2**32:
+        raise ValueError(f"{m}x{n}x{k}: with the warp-tiled kernel every operand must have "
+                         f"fewer than 2**32 elements (32-bit flat indices)")
     cuda = _import_cuda()
     if C is None:
         beta = 0.0
