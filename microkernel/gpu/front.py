@@ -186,6 +186,8 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
         numba-cuda is not installed.
     """
     for nm, s in (("alpha", alpha), ("beta", beta)):
+        if type(s) is float or type(s) is int:     # the common case, without ABC checks
+            continue
         if not isinstance(s, numbers.Real) or isinstance(s, bool):
             raise TypeError(f"{nm} must be a real number, got {type(s).__name__}")
     if split is not None:
