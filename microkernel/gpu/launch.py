@@ -471,16 +471,18 @@ def device_limits() -> SmLimits:
 _DEVICE_LIMITS = None
 
 
-def render_plans(con, plans: list, title: str) -> None:
+def render_plans(con, plans: list, title: str, show_tile: bool = True) -> None:
     """A rich table of :meth:`LaunchPlan.as_dict` rows (``microkernel port``, the
-    GPU sweep)."""
+    GPU sweep); ``show_tile=False`` when every row has the same tile."""
     from rich.table import Table
     lt = Table(title=title)
-    for c in ("m x n x k", "tile", "split-K", "grid", "blocks/SM", "waves", "predicted us"):
-        lt.add_column(c, justify="right" if c != "tile" else "left")
+    cols = ["m x n x k"] + (["tile"] if show_tile else []) + [
+        "split-K", "grid", "blocks/SM", "waves", "predicted us"]
+    for c in cols:
+        lt.add_column(c, justify="left" if c == "tile" else "right", no_wrap=True)
     for lp in plans:
         g = lp["grid"]
-        lt.add_row(f"{lp['m']}x{lp['n']}x{lp['k']}", lp["tile"], str(lp["split"]),
-                   f"{g[0]}x{g[1]}x{g[2]}", str(lp["blocks_per_sm"]), f"{lp['waves']:.2f}",
-                   f"{lp['predicted_us']:.1f}")
+        lt.add_row(f"{lp['m']}x{lp['n']}x{lp['k']}", *([lp["tile"]] if show_tile else []),
+                   str(lp["split"]), f"{g[0]}x{g[1]}x{g[2]}", str(lp["blocks_per_sm"]),
+                   f"{lp['waves']:.2f}", f"{lp['predicted_us']:.1f}")
     con.print(lt)

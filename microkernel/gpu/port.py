@@ -564,8 +564,8 @@ def _render(report: dict) -> None:
         con.print(f"[bold red]warning:[/bold red] {w}")
     if report.get("launch"):
         from .launch import render_plans
-        render_plans(con, report["launch"], f"shape-adaptive launch with {t['name']} "
-                     f"(132 SMs, sm_90 model)")
+        render_plans(con, report["launch"], f"split-K with {t['name']} (132 SMs, sm_90 "
+                     f"model)", show_tile=False)
     if report.get("validation") is not None:
         vt = Table(title="validation (float64 reference)")
         for c in ("case", "M", "N", "K", "alpha", "beta", "max |err|", "bound", "ok"):
