@@ -82,6 +82,12 @@ BUDGET_S = 345.0                                 # stop optional parts past this
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4000, 4000, 4000), (1024, 1024, 1024),
           (5124, 700, 2048), (3072, 1500, 1024), (128, 1500, 1280), (35, 700, 2048)]
 SKINNY = [(35, 700, 2048), (128, 1500, 1280), (1024, 1024, 1024)]
+#: Calls per sample of the split-K scan.
+SCAN_CALLS = 20
+#: Shapes of the call-overhead measurement (one plain, one split-K).
+OVERHEAD_SHAPES = [(64, 64, 64), (35, 700, 2048)]
+#: Calls per batch and batches of the call-overhead measurement.
+OVERHEAD_CALLS, OVERHEAD_BATCHES = 200, 5
 
 #: Triton: the tutorial's matmul with fp32 configurations (five, autotuned per shape).
 TRITON_CONFIGS = [(128, 128, 32, 3, 8), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
@@ -455,7 +461,7 @@ def splitk_part() -> dict:
                 p = launch.plan_launch(m, n, k, tile=t, split=s, limits=launch.device_limits())
                 fn = (lambda t=t, s=s: front.gemm(dA, dB, dC, tile=t, split=s))
                 fn()
-                ts = [timer.per_call(fn, 20) for _ in range(3)]
+                ts = [timer.per_call(fn, SCAN_CALLS) for _ in range(3)]
                 rows.append({"tile": t.name, "split": p.split, "blocks": p.blocks,
                              "waves": round(p.waves, 3), "predicted_us": round(p.predicted_s * 1e6, 1),
                              "measured_us": round(statistics.median(ts) * 1e6, 1)})
@@ -479,9 +485,10 @@ def overhead_part() -> dict:
     out = {"method": "host microseconds per call while the GPU is busy (calls only "
                      "queue); median of 5 batches of 200 calls"}
 
-    def host_us(fn, n=200):
+    def host_us(fn, n=None):
+        n = n or OVERHEAD_CALLS
         vals = []
-        for _ in range(5):
+        for _ in range(OVERHEAD_BATCHES):
             fn()
             torch.cuda.synchronize()
             if timer.sleep_ok:
@@ -497,29 +504,38 @@ def overhead_part() -> dict:
         return None
 
     out["noop_python_call_us"] = host_us(noop)
-    for (m, n, k) in [(64, 64, 64), (35, 700, 2048)]:
+    for (m, n, k) in OVERHEAD_SHAPES:
         A = torch.rand((m, k), device="cuda")
         B = torch.rand((k, n), device="cuda")
         C = torch.empty((m, n), device="cuda")
         dA, dB, dC = cuda.as_cuda_array(A), cuda.as_cuda_array(B), cuda.as_cuda_array(C)
         cA, cB, cC = cp.asarray(A), cp.asarray(B), cp.asarray(C)
         r = {}
+
+        def meas(key, fn):
+            try:
+                r[key] = fn()
+            except Exception as e:  # noqa: BLE001 - one measurement, not the part
+                r[key] = f"error: {type(e).__name__}: {e}"
         front.gemm(dA, dB, dC)
         plan = front.gemm.last_plan
         r["plan"] = plan.summary()
-        r["gemm_numba_arrays_us"] = host_us(lambda: front.gemm(dA, dB, dC))
-        r["gemm_cupy_arrays_us"] = host_us(lambda: front.gemm(cA, cB, cC))
-        r["gemm_torch_arrays_us"] = host_us(lambda: front.gemm(A, B, C))
+        meas("gemm_numba_arrays_us", lambda: host_us(lambda: front.gemm(dA, dB, dC)))
+        meas("gemm_cupy_arrays_us", lambda: host_us(lambda: front.gemm(cA, cB, cC)))
+        meas("gemm_torch_arrays_us", lambda: host_us(lambda: front.gemm(A, B, C)))
         run = launch.runner(m, n, k, None, None, "vec", False, False, launch.device_limits())
         r["launch_path"] = run.path + (f" ({run.fast_error})" if run.fast_error else "")
         if run.fast is not None:
             pa, pb, pc = (x.device_ctypes_pointer.value for x in (dA, dB, dC))
-            r["bare_cuda_core_launch_us"] = host_us(lambda: run.run_fast(pa, pb, pc, 1.0, 0.0))
-        r["numba_dispatcher_launch_us"] = host_us(lambda: run.run(dA, dB, dC, 1.0, 0.0))
-        r["cupy_matmul_us"] = host_us(lambda: cp.matmul(cA, cB, out=cC))
-        r["kernel_gpu_us"] = round(timer.per_call(lambda: front.gemm(dA, dB, dC), 50) * 1e6, 2)
+            meas("bare_cuda_core_launch_us",
+                 lambda: host_us(lambda: run.run_fast(pa, pb, pc, 1.0, 0.0)))
+        meas("numba_dispatcher_launch_us", lambda: host_us(lambda: run.run(dA, dB, dC, 1.0, 0.0)))
+        meas("cupy_matmul_us", lambda: host_us(lambda: cp.matmul(cA, cB, out=cC)))
+        meas("kernel_gpu_us", lambda: round(timer.per_call(lambda: front.gemm(dA, dB, dC),
+                                                           SCAN_CALLS) * 1e6, 2))
         r["gemm_overhead_us"] = r["gemm_numba_arrays_us"]
-        r["bar_20us_met"] = r["gemm_overhead_us"] < 20.0
+        r["bar_20us_met"] = (isinstance(r["gemm_overhead_us"], float)
+                             and r["gemm_overhead_us"] < 20.0)
         out[f"{m}x{n}x{k}"] = r
         log(f"overhead {m}x{n}x{k}: {json.dumps(r)}")
         launch.clear_plans()
@@ -674,8 +690,53 @@ def render_md(r: dict) -> str:
     if isinstance(t, dict) and "returncode" in t:
         last = [x for x in t["tail"].strip().splitlines() if x.strip()][-1:] or [""]
         L.append(f"- tests on the GPU: exit {t['returncode']}, `{last[0]}` ({t['seconds']} s)")
+    L += ["", "## Bars (issue 23)", ""] + bars(r)
     L += ["", f"Wall time: {r.get('wall_s')} s.", ""]
     return "\n".join(L)
+
+
+def bars(r: dict) -> list:
+    """The issue's bars, each met / NOT met / unknown, from this run."""
+    out = []
+    tab = r.get("table") if isinstance(r.get("table"), dict) else {}
+    tab = {k: v for k, v in tab.items() if isinstance(v, dict) and "pct_cublas" in v}
+
+    def pct(label, who):
+        row = tab.get(label) or {}
+        return (row.get("pct_cublas") or {}).get(who)
+
+    for label in ("4096x4096x4096", "8192x8192x8192"):
+        a, t = pct(label, "auto"), pct(label, "Triton")
+        bf = ((tab.get(label) or {}).get("best_fixed") or {}).get("tile")
+        b = pct(label, bf) if bf else None
+        best = max(x for x in (a, b, -1.0) if x is not None)
+        ok = best >= 85.0 and (t is None or best >= t) if best >= 0 else None
+        out.append(f"- {label}: >= 85% of cuBLAS and >= Triton: "
+                   f"{'unknown' if ok is None else 'met' if ok else 'NOT met'} (auto "
+                   f"{a and round(a, 1)}%, best fixed {b and round(b, 1)}%, Triton "
+                   f"{t and round(t, 1)}%)")
+    rows = [(lb, pct(lb, "auto"), pct(lb, "Triton")) for lb in tab]
+    miss = [lb for lb, a, t in rows if a is not None and t is not None and a < t]
+    known = [lb for lb, a, t in rows if a is not None and t is not None]
+    out.append(f"- every shape, shape-adaptive >= Triton: "
+               f"{'unknown' if not known else 'met' if not miss else 'NOT met: ' + ', '.join(miss)}"
+               f" ({len(known)} shapes compared)")
+    comp = r.get("compile") if isinstance(r.get("compile"), dict) else {}
+    comp = {k: v for k, v in comp.items() if isinstance(v, dict)}
+    spills = [f"{n} [{v}]" for n, row in comp.items() if isinstance(row, dict)
+              for v, x in row.get("variants", {}).items() if x.get("spills")]
+    out.append(f"- no spills: {'met' if comp and not spills else 'NOT met: ' + ', '.join(spills) if spills else 'unknown'}")
+    bad = [f"{lb}: {w}" for lb, row in tab.items() if isinstance(row, dict)
+           for w, v in (row.get("valid") or {}).items() if not v.get("ok")]
+    out.append(f"- results within the float64 bound on every shape: "
+               f"{'NOT met: ' + '; '.join(bad) if bad else 'met' if tab else 'unknown'}")
+    ov = r.get("overhead") if isinstance(r.get("overhead"), dict) else {}
+    vals = [v.get("gemm_overhead_us") for v in ov.values() if isinstance(v, dict)
+            and "gemm_overhead_us" in v]
+    nums = [v for v in vals if isinstance(v, float)]
+    out.append(f"- call overhead < 20 us: "
+               f"{'unknown' if not nums else 'met' if max(nums) < 20 else 'NOT met'} ({vals})")
+    return out
 
 
 def main(argv=None) -> int:
