@@ -725,7 +725,10 @@ def bars(r: dict) -> list:
     comp = {k: v for k, v in comp.items() if isinstance(v, dict)}
     spills = [f"{n} [{v}]" for n, row in comp.items() if isinstance(row, dict)
               for v, x in row.get("variants", {}).items() if x.get("spills")]
-    out.append(f"- no spills: {'met' if comp and not spills else 'NOT met: ' + ', '.join(spills) if spills else 'unknown'}")
+    compiled = [x for row in comp.values() for x in row.get("variants", {}).values()
+                if "regs" in x]
+    out.append(f"- no spills ({len(compiled)} variants compiled): "
+               + ("NOT met: " + ", ".join(spills) if spills else "met" if compiled else "unknown"))
     bad = [f"{lb}: {w}" for lb, row in tab.items() if isinstance(row, dict)
            for w, v in (row.get("valid") or {}).items() if not v.get("ok")]
     out.append(f"- results within the float64 bound on every shape: "
