@@ -185,9 +185,9 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
                 # unconditional load (of A[0, 0] when outside), then zero: no branch,
                 # so that ptxas schedules it above the FMAs
                 s(f"ok = va{p} & (k0 + aq{p} < ke)")
-                s(f"{xs} = ldg4(A, ga{p} if ok else {u(0)})")
+                s(f"{xs} = ldg4(A, cuda.selp(ok, ga{p}, {u(0)}))")
                 for c in range(4):
-                    s(f"xa{p}_{c} = xa{p}_{c} if ok else F0")
+                    s(f"xa{p}_{c} = cuda.selp(ok, xa{p}_{c}, F0)")
                 s(f"ga{p} = uint32(ga{p} + {u(BK)})")
             else:
                 s(f"kk = k0 + aq{p}")
@@ -200,9 +200,9 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
             xs = ", ".join(f"xb{p}_{c}" for c in range(4))
             if vec:
                 s(f"ok = vb{p} & (k0 + br{p} < ke)")
-                s(f"{xs} = ldg4(B, gb{p} if ok else {u(0)})")
+                s(f"{xs} = ldg4(B, cuda.selp(ok, gb{p}, {u(0)}))")
                 for c in range(4):
-                    s(f"xb{p}_{c} = xb{p}_{c} if ok else F0")
+                    s(f"xb{p}_{c} = cuda.selp(ok, xb{p}_{c}, F0)")
                 s(f"gb{p} = uint32(gb{p} + BKN)")
             else:
                 s(f"kk = k0 + br{p}")
