@@ -69,6 +69,21 @@ def test_warp_tiled_validation_catalogue(tile):
         r["label"] for r in results}
 
 
+def test_flat_source_variant_matches_the_reference(monkeypatch):
+    """The scalar-statement form of the same kernel (simt.LOOPS = False)."""
+    from microkernel.gpu import kernel as gk
+    monkeypatch.setattr(simt, "LOOPS", False)
+    tile = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, min_blocks=2)   # its own cache entry
+    try:
+        A, B, C0 = _operands(19, 22, 13, 9)
+        C = C0.copy()
+        front.gemm(A, B, C, alpha=0.5, beta=2.0, tile=tile, split=2)
+        assert np.all(np.abs(C - _ref(A, B, C0, 0.5, 2.0)) <= _bound(A, B, C0, 0.5, 2.0))
+        assert "acc0_0" in gk.kernel_for(tile).dispatcher.py_func.__microkernel_source__
+    finally:
+        gk.clear_cache()
+
+
 def test_float4_and_scalar_variants():
     """K and N multiples of 4 with aligned operands take the float4 variant (whose
     simulator loads assert the alignment contract); an operand 4 bytes off a
@@ -107,11 +122,13 @@ def test_simulated_vector_access_contract():
 def test_kernel_source_is_unrolled_and_vectorised():
     vec = simt.kernel_source(DEFAULT_TILE, vec=True)
     sca = simt.kernel_source(DEFAULT_TILE, vec=False)
-    # 8 x 8 accumulators, 8 k per stage, fully unrolled: 512 FMAs in the source
-    assert vec.count("cuda.fma(") == 8 * 8 * 8 == sca.count("cuda.fma(")
+    flat = simt.kernel_source(DEFAULT_TILE, vec=True, loops=False)
+    # 8 k per stage unrolled: one 8x8 FMA loop nest per k step; written out, 512 FMAs
+    assert vec.count("cuda.fma(") == 8 == sca.count("cuda.fma(")
+    assert flat.count("cuda.fma(") == 8 * 8 * 8
     assert "ldg4(A," in vec and "ldg4(B," in vec and "st4(X," in vec
     assert "ldg4" not in sca and "st4(" not in sca
-    assert "range(" in vec and vec.count("for ") == 1          # only the k-block loop
+    assert flat.count("for ") == 1                                # only the k-block loop
     with pytest.raises(ValueError, match="no warp tile"):
         simt.kernel_source(LEGACY_TILE)
 

@@ -105,10 +105,19 @@ def _offsets(t: GpuTile):
     return rows, cols
 
 
-def kernel_source(tile: GpuTile, vec: bool = True) -> str:
+#: Emit the thread tile's products as constant-trip loops over local arrays (numba
+#: compiles a few statements, NVVM unrolls them and keeps the arrays in registers)
+#: instead of TM*TN*BK scalar statements (the same SASS, about 3x the compile time).
+LOOPS = True
+
+
+def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) -> str:
     """The Python source of the warp-tiled kernel ``sgemm(A, B, C, W, alpha, beta,
-    kslice)`` for ``tile`` (float4 global accesses when ``vec``; see the module
-    docstring). Raises ValueError for a tile without a warp tile."""
+    kslice)`` for ``tile`` (float4 global accesses when ``vec``; the k steps of a
+    stage unrolled, the TM x TN products as loops over local arrays when ``loops``,
+    default :data:`LOOPS`, else as scalar statements; see the module docstring).
+    Raises ValueError for a tile without a warp tile."""
+    loops = LOOPS if loops is None else loops
     t = tile
     if not t.warp_tiled:
         raise ValueError(f"{t.name} has no warp tile (wm, wn): use the original kernel")
@@ -174,8 +183,20 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
             s(f"gb{p} = uint32((kb + br{p}) * N + col0 + bc{p})")
     if vec:
         s(f"BKN = uint32({u(BK)} * N)")
-    for i in range(t.tm):
-        s(" = ".join(f"acc{i}_{j}" for j in range(t.tn)) + " = F0")
+    uTM, uTN, uGM, uGN = u(t.tm), u(t.tn), u(t.gm), u(t.gn)
+    uSM, uSN = u(t.lm * t.gm), u(t.ln * t.gn)       # stride between a lane's groups
+    if loops:
+        s(f"acc = cuda.local.array(({t.tm}, {t.tn}), float32)   # the register tile")
+        s(f"ra = cuda.local.array({t.tm}, float32)")
+        s(f"rb = cuda.local.array({t.tn}, float32)")
+        s(f"for i in range({uTM}):")
+        with s.block():
+            s(f"for j in range({uTN}):")
+            with s.block():
+                s("acc[i, j] = F0")
+    else:
+        for i in range(t.tm):
+            s(" = ".join(f"acc{i}_{j}" for j in range(t.tn)) + " = F0")
 
     def loads():
         """The k block at k0 into xa*/xb* (zero outside A, B and the split)."""
@@ -234,12 +255,29 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
                 s.ind -= 1
 
     def frag(k: int, slot: int):
+        if loops:
+            s(f"for i in range({uTM}):")
+            with s.block():
+                s(f"ra[i] = As[pa + ({u(lay.a_index(k, 0))} + (i // {uGM}) * {uSM} + "
+                  f"i % {uGM})]")
+            s(f"for j in range({uTN}):")
+            with s.block():
+                s(f"rb[j] = Bs[pb + ({u(lay.b_index(k, 0))} + (j // {uGN}) * {uSN} + "
+                  f"j % {uGN})]")
+            return
         for i in range(t.tm):
             s(f"a{slot}_{i} = As[pa + {u(lay.a_index(k, rows[i]))}]")
         for j in range(t.tn):
             s(f"b{slot}_{j} = Bs[pb + {u(lay.b_index(k, cols[j]))}]")
 
     def fmas(slot: int):
+        if loops:
+            s(f"for i in range({uTM}):")
+            with s.block():
+                s(f"for j in range({uTN}):")
+                with s.block():
+                    s("acc[i, j] = cuda.fma(ra[i], rb[j], acc[i, j])")
+            return
         for i in range(t.tm):
             for j in range(t.tn):
                 s(f"acc{i}_{j} = cuda.fma(a{slot}_{i}, b{slot}_{j}, acc{i}_{j})")
@@ -247,7 +285,7 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
     def compute():
         s("pa = uint32(oa + am)")
         s("pb = uint32(ob + bn)")
-        if t.pipeline:
+        if t.pipeline and not loops:
             frag(0, 0)
             for k in range(BK):
                 if k + 1 < BK:
@@ -302,36 +340,72 @@ def kernel_source(tile: GpuTile, vec: bool = True) -> str:
         s("rbase = z * M")
         s("al = F1")
         s("be = F0")
-    for i in range(t.tm):
-        s(f"r = row0 + am + {u(rows[i])}")
-        s("if r < M:")
+    if loops:
+        s(f"for i in range({uTM}):")
         with s.block():
-            if vec_out:
-                for j0 in range(0, t.tn, 4):
-                    s(f"c = col0 + bn + {u(cols[j0])}")
-                    s("if c < N:")
+            s(f"r = row0 + am + (i // {uGM}) * {uSM} + i % {uGM}")
+            s("if r < M:")
+            with s.block():
+                if vec_out:
+                    s(f"for g in range({u(t.tn // 4)}):")
                     with s.block():
-                        s("e = uint32((rbase + r) * N + c)")
-                        v = [f"acc{i}_{j0 + d}" for d in range(4)]
-                        s("if be == 0:                 # C is not read")
+                        s(f"j = g * {u(4)}")
+                        s(f"c = col0 + bn + (j // {uGN}) * {uSN} + j % {uGN}")
+                        s("if c < N:")
                         with s.block():
-                            s("st4(X, e, " + ", ".join(f"al * {x}" for x in v) + ")")
-                        s("else:")
-                        with s.block():
-                            s("o0, o1, o2, o3 = ld4(X, e)")
-                            s("st4(X, e, " + ", ".join(
-                                f"al * {x} + be * o{d}" for d, x in enumerate(v)) + ")")
-            else:
-                for j in range(t.tn):
-                    s(f"c = col0 + bn + {u(cols[j])}")
-                    s("if c < N:")
+                            s("e = uint32((rbase + r) * N + c)")
+                            v = [f"acc[i, j + {u(d)}]" if d else "acc[i, j]" for d in range(4)]
+                            s("if be == 0:             # C is not read")
+                            with s.block():
+                                s("st4(X, e, " + ", ".join(f"al * {x}" for x in v) + ")")
+                            s("else:")
+                            with s.block():
+                                s("o0, o1, o2, o3 = ld4(X, e)")
+                                s("st4(X, e, " + ", ".join(
+                                    f"al * {x} + be * o{d}" for d, x in enumerate(v)) + ")")
+                else:
+                    s(f"for j in range({uTN}):")
                     with s.block():
-                        s("if be == 0:")
+                        s(f"c = col0 + bn + (j // {uGN}) * {uSN} + j % {uGN}")
+                        s("if c < N:")
                         with s.block():
-                            s(f"X[rbase + r, c] = al * acc{i}_{j}")
-                        s("else:")
+                            s("if be == 0:")
+                            with s.block():
+                                s("X[rbase + r, c] = al * acc[i, j]")
+                            s("else:")
+                            with s.block():
+                                s("X[rbase + r, c] = al * acc[i, j] + be * X[rbase + r, c]")
+    else:
+        for i in range(t.tm):
+            s(f"r = row0 + am + {u(rows[i])}")
+            s("if r < M:")
+            with s.block():
+                if vec_out:
+                    for j0 in range(0, t.tn, 4):
+                        s(f"c = col0 + bn + {u(cols[j0])}")
+                        s("if c < N:")
                         with s.block():
-                            s(f"X[rbase + r, c] = al * acc{i}_{j} + be * X[rbase + r, c]")
+                            s("e = uint32((rbase + r) * N + c)")
+                            v = [f"acc{i}_{j0 + d}" for d in range(4)]
+                            s("if be == 0:                 # C is not read")
+                            with s.block():
+                                s("st4(X, e, " + ", ".join(f"al * {x}" for x in v) + ")")
+                            s("else:")
+                            with s.block():
+                                s("o0, o1, o2, o3 = ld4(X, e)")
+                                s("st4(X, e, " + ", ".join(
+                                    f"al * {x} + be * o{d}" for d, x in enumerate(v)) + ")")
+                else:
+                    for j in range(t.tn):
+                        s(f"c = col0 + bn + {u(cols[j])}")
+                        s("if c < N:")
+                        with s.block():
+                            s("if be == 0:")
+                            with s.block():
+                                s(f"X[rbase + r, c] = al * acc{i}_{j}")
+                            s("else:")
+                            with s.block():
+                                s(f"X[rbase + r, c] = al * acc{i}_{j} + be * X[rbase + r, c]")
     name = f"sgemm_{t.name}" + ("" if vec else "_scalar")
     head = f"def {name}(A, B, C, W, alpha, beta, kslice):\n"
     doc = (f'    """{t.name}: {t.tm}x{t.tn} thread tile, {t.wm}x{t.wn} warp tile, '
