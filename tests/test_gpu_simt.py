@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 
 cuda = pytest.importorskip("numba.cuda", reason="the [gpu] extra (numba-cuda) is not installed")
 
-from microkernel.gpu import front, launch, simt  # noqa: E402
+from microkernel.gpu import banks, front, launch, simt  # noqa: E402
 from microkernel.gpu import port as gp  # noqa: E402
 from microkernel.gpu.intrinsics import sim_ldg4, sim_st4  # noqa: E402
 from microkernel.gpu.occupancy import SmLimits, busiest_sm_rounds  # noqa: E402
@@ -169,19 +169,19 @@ def test_shared_layout_is_conflict_free():
     the skew (which conflicts: a warp's 32 transposing stores then fall in 16 banks)."""
     from microkernel.gpu.sweep import CANDIDATES
     for t in set(CANDIDATES) | set(launch.AUTO_TILES) | {T_M, T_N}:
-        rep = simt.bank_report(t)
+        rep = banks.bank_report(t)
         assert rep["conflict_free"], (t.name, rep)
     # three words 32 apart share bank 0: 3 wavefronts where 1 would do
-    assert simt._wavefronts([0, 32, 64], 1) == (3, 1)
+    assert banks.wavefronts([0, 32, 64], 1) == (3, 1)
     # 8 float4s in a row: 1 wavefront; the same 8 with a 32-float stride: 8
-    assert simt._wavefronts([4 * i for i in range(8)], 4) == (1, 1)
-    assert simt._wavefronts([32 * i for i in range(8)], 4) == (8, 1)
+    assert banks.wavefronts([4 * i for i in range(8)], 4) == (1, 1)
+    assert banks.wavefronts([32 * i for i in range(8)], 4) == (8, 1)
     lay = DEFAULT_TILE.shared_layout      # bk 8: 2 float4 per row, 16 rows per warp
     assert (lay.a_row, lay.a_skew) == (128, 16)
     # without the skew, lanes (r, q=0) and (r, q=1) store to k rows 0 and 4:
     # 4*128 floats apart, the same bank
     noskew = [c * 128 + r for r in range(16) for c in (0, 4)]
-    assert simt._wavefronts(noskew, 1)[0] == 2
+    assert banks.wavefronts(noskew, 1)[0] == 2
 
 
 # -- split-K --------------------------------------------------------------------------

@@ -8,7 +8,8 @@ every thread runs the CPU micro-kernel's loop on a TM x TN register tile:
   :func:`from_spec`, :func:`kernel_for`): the original kernel (no warp tile) and
 - :mod:`microkernel.gpu.simt`: the warp-tiled kernel generator (float4 global
   loads, A transposed and skewed in shared memory, double buffering, split-K),
-  with :mod:`microkernel.gpu.intrinsics` (16-byte global loads and stores).
+  with :mod:`microkernel.gpu.intrinsics` (16-byte global loads and stores) and
+  :mod:`microkernel.gpu.banks` (the shared-memory bank model of its layouts).
 - :mod:`microkernel.gpu.launch`: the shape-adaptive launch (tile and split-K per
   shape, waves model), the plan cache and the fast launch path.
 - :mod:`microkernel.gpu.front`: the checked front end :func:`gemm`.

@@ -29,12 +29,19 @@ SIMT path: ``MmaSimt``, 128x128x8 threadblocks of 32x64 warps):
   memory into registers while the FMAs of this one run, then stored into the
   other shared buffer; one barrier per k block. Inside the unrolled k loop the
   fragments of k+1 are loaded before the FMAs of k (``pipeline=True``).
-* **Registers.** The accumulators, fragments and staged values are scalar
-  local variables of the generated source (SSA values, so registers by
-  construction: no ``cuda.local.array`` to scalarise); index arithmetic is
-  unsigned (numba types ``np.uint32`` constants as unsigned and widens them to
-  uint64, without the signed wrap-around code); ``min_blocks`` caps the
-  registers (``max_registers``).
+* **Registers.** The k steps of a stage are unrolled in the source (every shared
+  offset a constant); the TM x TN products of one k step are constant-trip loops
+  over ``cuda.local.array`` accumulators and fragments that NVVM unrolls and keeps
+  in registers (:data:`LOOPS`; writing all TM*TN*BK statements out gives the same
+  SASS and three times numba's compile time); the staged values are scalar
+  variables. Index arithmetic is unsigned (numba types ``np.uint32`` constants as
+  unsigned and widens them to uint64, without the signed wrap-around code); the
+  flat global indices are kept in uint32; ``min_blocks`` caps the registers
+  (``max_registers``).
+* **Load placement.** The next k block's global loads are unconditional (the
+  address clamped to element 0 and the value zeroed with ``cuda.selp`` outside
+  the matrix or the split) and so are its shared stores: under ``if more:``
+  ptxas sank the loads into the store block, below all the FMAs.
 * **Split-K.** One kernel serves both launches: with ``gridDim.z == S > 1``
   block z accumulates k in ``[z*kslice, min(K, (z+1)*kslice))`` and writes its
   raw partial sums to rows ``z*M .. z*M+M-1`` of the workspace ``W``
@@ -57,7 +64,7 @@ import numpy as np
 
 from .tiles import WARP_SIZE, GpuTile
 
-__all__ = ["SIGNATURE", "REDUCE_SIGNATURE", "kernel_source", "build", "build_reduce",
+__all__ = ["SIGNATURE", "REDUCE_SIGNATURE", "kernel_source", "build", "build_reduce", "LOOPS",
            "reduce_source", "bank_report", "REDUCE_THREADS"]
 
 #: Launch signature: A (M, K), B (K, N), C (M, N), W (S*M, N) workspace (C when
@@ -483,80 +490,4 @@ def build_reduce(sim: bool, cuda):
     return cuda.jit(_compile_source(reduce_source(), "splitk_reduce", ns))
 
 
-# -- shared-memory bank model --------------------------------------------------------
-
-def _wavefronts(word_addrs: list[int], width: int) -> tuple[int, int]:
-    """(wavefronts, ideal) for one warp-wide shared access of ``width`` 4-byte words
-    per lane at the given word addresses (CUDA C Programming Guide, "Shared Memory",
-    compute capability 5.x+: 32 banks of 4 bytes; lanes reading the same word share
-    it; a 64/128-bit access is served 128 bytes per wavefront)."""
-    chunks = sorted(set(a // width for a in word_addrs))
-    per_group: dict[int, int] = {}
-    groups = 32 // width
-    for ch in chunks:
-        g = ch % groups
-        per_group[g] = per_group.get(g, 0) + 1
-    ideal = -(-len(chunks) // groups)
-    return max(per_group.values()), ideal
-
-
-def bank_report(tile: GpuTile) -> dict:
-    """Shared-memory wavefronts of every warp-wide access pattern of the warp-tiled
-    kernel, against the ideal (distinct 128-byte lines), for every warp of the block:
-    ``{"a_store": (worst, ideal), "b_store": ..., "a_frag": ..., "b_frag": ...,
-    "conflict_free": bool}``. Computed from the same index formulas as the
-    generated source (:class:`SharedLayout`, :meth:`GpuTile.thread_rows`)."""
-    t = tile
-    lay = t.shared_layout
-    NT, BK, QPR, BN4 = t.threads, t.bk, t.bk // 4, t.bn // 4
-    A4, B4 = t.bm * BK // 4, BK * t.bn // 4
-    out = {}
-
-    def worst(patterns):
-        w = i = 0
-        for addrs, width in patterns:
-            if addrs:
-                a, b = _wavefronts(addrs, width)
-                w, i = max(w, a), max(i, b)
-        return w, i
-
-    pats = []
-    for p in range(-(-A4 // NT)):
-        for w0 in range(0, NT, WARP_SIZE):
-            for c in range(4):
-                addrs = []
-                for lane in range(WARP_SIZE):
-                    f = w0 + lane + p * NT
-                    if f < A4:
-                        r, q = divmod(f, QPR)
-                        addrs.append(lay.a_index(4 * q + c, r))
-                pats.append((addrs, 1))
-    out["a_store"] = worst(pats)
-    pats = []
-    for p in range(-(-B4 // NT)):
-        for w0 in range(0, NT, WARP_SIZE):
-            addrs = []
-            for lane in range(WARP_SIZE):
-                f = w0 + lane + p * NT
-                if f < B4:
-                    k, c4 = divmod(f, BN4)
-                    addrs.append(lay.b_index(k, 4 * c4))
-            pats.append((addrs, 4))
-    out["b_store"] = worst(pats)
-    pa, pb = [], []
-    for w0 in range(0, NT, WARP_SIZE):
-        lanes = range(w0, w0 + WARP_SIZE)
-        for k in range(BK):
-            for i in range(0, t.tm, t.gm):
-                width = min(t.gm, 4) if t.gm in (1, 2, 4) else 1
-                for i0 in range(i, i + t.gm, width):
-                    pa.append(([lay.a_index(k, t.thread_rows(tid)[i0]) for tid in lanes], width))
-            for j in range(0, t.tn, t.gn):
-                width = min(t.gn, 4) if t.gn in (1, 2, 4) else 1
-                for j0 in range(j, j + t.gn, width):
-                    pb.append(([lay.b_index(k, t.thread_cols(tid)[j0]) for tid in lanes], width))
-    out["a_frag"] = worst(pa)
-    out["b_frag"] = worst(pb)
-    out["conflict_free"] = all(out[k][0] <= out[k][1] for k in
-                               ("a_store", "b_store", "a_frag", "b_frag"))
-    return out
+from .banks import bank_report, wavefronts as _wavefronts  # noqa: E402,F401
