@@ -293,7 +293,7 @@ def ptxas_resources(kernel, arch: str = "sm_90", variant: str | None = None) -> 
         return None
     cc = tuple(int(c) for c in arch.removeprefix("sm_"))
     try:
-        ptx = kernel.ptx(cc=cc, variant=variant)
+        ptx = kernel.ptx(cc=cc) if variant is None else kernel.ptx(cc=cc, variant=variant)
     except Exception:       # no NVVM (libnvvm) in this environment
         return None
     with tempfile.TemporaryDirectory() as d:
