@@ -256,16 +256,22 @@ def test_planner_on_h200_shapes():
     p = launch.plan_launch(35, 700, 2048, tile=DEFAULT_TILE, split=4)
     assert (p.grid, p.blocks, p.kslice) == ((6, 1, 4), 24, 512)
     assert p.waves == pytest.approx(24 / 264)
-    # shape-adaptive: without split-K no candidate gives 132 blocks (<= 11 tiles);
-    # the plan splits K and fills every SM
+    # shape-adaptive: without split-K no candidate gives 132 blocks (<= 11 tiles); the
+    # plan splits K 16 ways over 64x128 tiles: ceil(700/128) = 6 x ceil(35/64) = 1 x 16
+    # = 96 blocks, kslice 2048/16 = 128
     auto = launch.plan_launch(35, 700, 2048)
-    assert auto.split > 1 and auto.blocks >= 132 and auto.kslice >= launch.MIN_KSLICE
+    assert ((auto.tile.bm, auto.tile.bn), auto.split, auto.blocks, auto.kslice) == (
+        (64, 128), 16, 96, 128)
     sk = launch.plan_launch(128, 1500, 1280)
     assert sk.split > 1
-    # 4096^3: 32 x 32 = 1024 blocks of 128x128, 2 per SM: 1024/264 = 3.88 waves, no split
+    # 4096^3: the 128x256 tile (the fastest measured on the H200): 16 x 32 = 512 blocks,
+    # 1 per SM (242 registers): 512/132 = 3.88 waves, no split
     big = launch.plan_launch(4096, 4096, 4096)
-    assert (big.tile, big.split, big.blocks) == (DEFAULT_TILE, 1, 1024)
-    assert big.waves == pytest.approx(1024 / 264)
+    assert ((big.tile.bm, big.tile.bn), big.split, big.blocks) == ((128, 256), 1, 512)
+    assert big.waves == pytest.approx(512 / 132)
+    # with the 128x128 tile: 32 x 32 = 1024 blocks, 2 per SM: 1024/264 = 3.88 waves
+    mid = launch.plan_launch(4096, 4096, 4096, tile=DEFAULT_TILE)
+    assert (mid.split, mid.blocks) == (1, 1024) and mid.waves == pytest.approx(1024 / 264)
     assert launch.plan_launch(35, 700, 2048, alpha_zero=True).split == 1
     assert launch.plan_launch(64, 64, 0).split == 1
 

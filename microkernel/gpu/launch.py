@@ -69,9 +69,11 @@ SM_EFFICIENCY = 0.75
 #: the shared-memory latency of the next step's fragments).
 SATURATION_WARPS = 4
 #: Relative rate of the main loop per block tile (bm, bn): smaller blocks move more
-#: data from L2 per FMA (a 64x64 block twice a 128x128 block's). An assumption to
-#: refit from ``microkernel sweep --gpu``, not a measurement.
-TILE_RATE = {(128, 128): 1.0, (64, 128): 0.97, (64, 64): 0.94}
+#: data from L2 per FMA. Refit from the H200 run of bench/gpu_simt.py at 30cd13e (the
+#: fixed tiles on full grids, bench/results/h200/simt.md): 128x256 (8x16 thread tile)
+#: 91.5 / 91.4 / 91.8% of cuBLAS at 4096^3 / 8192^3 / 4000^3 against 86.2 / 87.3 /
+#: 86.6% for 128x128; in the sweep 64x128 ran at 0.91 and 64x64 at 0.74 of 128x128.
+TILE_RATE = {(128, 256): 1.06, (128, 128): 1.0, (64, 128): 0.91, (64, 64): 0.74}
 #: Per round of blocks on an SM: the prologue's global-load latency and the epilogue.
 ROUND_OVERHEAD_S = 1.5e-6
 #: The split-K reduction kernel's launch, back to back on the stream.
@@ -91,6 +93,7 @@ TIE = 0.02
 #: 168 registers: ptxas 13.0 for sm_90 fits each without a spill; a cap of 128 for
 #: 4 and 8 blocks spills the two smaller ones, whose threads stage more of A and B).
 AUTO_TILES = (
+    GpuTile(8, 16, 128, 256, 8, wm=64, wn=64),
     DEFAULT_TILE,
     GpuTile(8, 8, 64, 128, 8, min_blocks=3, wm=32, wn=64),
     GpuTile(8, 8, 64, 64, 8, min_blocks=6, wm=32, wn=64),
