@@ -8,7 +8,9 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    every thread count and size: a warm-up call, then 7 samples (the timing engine,
    :class:`microkernel.timing.Rounds`, with only that library in the round), medians.
    microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices), so
-   the switch between them is measured, not assumed.
+   the switch between them is measured, not assumed, and with the team also fully
+   passive (OMP_WAIT_POLICY=PASSIVE) and with libgomp's default spin (300,000):
+   ours, GOMP_SPINCOUNT=20000, between the two.
 2. **Interleaved**: one process, `microkernel compare` with numpy and torch as peers at
    the largest thread count, back to back (--pause 0: the other runtimes' workers may
    still be spinning when the next call starts) and with the default pause.
@@ -85,6 +87,8 @@ def main():
     ap.add_argument("--sizes", default="512,1024,2048,4096")
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--rounds", type=int, default=7, help="rounds of the interleaved run")
+    ap.add_argument("--variants-threads", default=None,
+                    help="thread counts of the passive / spin300k variants (default: the largest)")
     args = ap.parse_args()
     threads = [int(x) for x in args.threads.split(",")]
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -93,12 +97,19 @@ def main():
     import importlib.util
     libs = [("microkernel team", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel slices", {"MICROKERNEL_THREADING": "slices"}),
+            ("microkernel team passive", {"MICROKERNEL_THREADING": "team",
+                                          "OMP_WAIT_POLICY": "PASSIVE"}),
+            ("microkernel team spin300k", {"MICROKERNEL_THREADING": "team",
+                                           "GOMP_SPINCOUNT": "300000"}),
             ("numpy", {})]
     if importlib.util.find_spec("torch"):
         libs.append(("torch", {}))
     results = []
+    vthreads = ([int(x) for x in args.variants_threads.split(",")] if args.variants_threads
+                else [max(threads)])
     for lib, env in libs:
-        results += [dict(r, lib=lib) for r in alone(lib, threads, sizes, env)]
+        ts = vthreads if lib.endswith(("passive", "spin300k")) else threads
+        results += [dict(r, lib=lib) for r in alone(lib, ts, sizes, env)]
     # interleaved, at the largest thread count, back to back and with a pause
     tmax = max(threads)
     inter = {}
@@ -118,7 +129,12 @@ def main():
             inter[pause or "0.3"] = {s["shape"]: {n: c["gflops"] for n, c in s["contenders"].items()}
                                      for s in d["shapes"]}
     # tables
-    md = ["# gemm() threads against the BLAS libraries", "",
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    topo = "; ".join(ln.strip() for ln in lscpu.splitlines()
+                     if ln.split(":")[0].strip() in ("Model name", "Thread(s) per core",
+                                                     "Core(s) per socket", "Socket(s)",
+                                                     "NUMA node(s)", "L2 cache", "L3 cache"))
+    md = ["# gemm() threads against the BLAS libraries", "", f"lscpu: {topo}", "",
           "## Each library alone in its own process (GFLOP/s, median of 7 samples)", "",
           "| library | threads | " + " | ".join(f"n = {n}" for n in sizes) + " |",
           "| --- | --- | " + " | ".join("---" for _ in sizes) + " |"]

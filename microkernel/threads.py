@@ -7,13 +7,16 @@
   too small to pay for waking a team (fewer than :data:`MACS_PER_THREAD`
   multiply-adds per thread) gets fewer threads, down to one, when the caller did not
   ask for a number.
-* **Waiting**: libgomp's workers spin for a while after a parallel region by default
-  (GOMP_SPINCOUNT, libgomp manual, "Implementation-specific settings"), on cores
-  another library's threads (OpenBLAS, PyTorch's OpenMP) then wait for. Before the
-  first kernel module loads libgomp, :func:`prepare_runtime` sets
-  ``OMP_WAIT_POLICY=PASSIVE`` (workers sleep at once) unless the user set
-  ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` already; it takes effect only where
-  libgomp was not loaded earlier in the process (then :func:`runtime_note` says so).
+* **Waiting**: libgomp's idle workers spin before they sleep, 300,000 iterations by
+  default (GOMP_SPINCOUNT; libgomp manual, "GOMP_SPINCOUNT"), milliseconds of a core
+  after every call that another library's threads (OpenBLAS, PyTorch's OpenMP) then
+  wait for; fully passive waiting (OMP_WAIT_POLICY=PASSIVE) instead makes every
+  barrier of the team decomposition a futex sleep and wake. Before the first kernel
+  module loads libgomp, :func:`prepare_runtime` sets ``GOMP_SPINCOUNT`` to
+  :data:`SPIN_COUNT` (a short spin: the team's barriers stay cheap, the workers sleep
+  well under a millisecond after a call) unless the user set ``OMP_WAIT_POLICY`` or
+  ``GOMP_SPINCOUNT``; it takes effect only where libgomp was not loaded earlier in the
+  process (then :func:`runtime_note` says so).
   Measurements: docs/design-notes.md, threads.
 """
 from __future__ import annotations
@@ -21,10 +24,12 @@ from __future__ import annotations
 import os
 
 __all__ = ["default_threads", "threads_for", "MACS_PER_THREAD", "prepare_runtime",
-           "runtime_note", "MicrokernelController", "available_cpus"]
+           "runtime_note", "SPIN_COUNT", "MicrokernelController", "available_cpus"]
 
 #: the least work (multiply-adds) a default thread count gives each thread
 MACS_PER_THREAD = 1 << 20
+#: libgomp's spin count before an idle worker sleeps (its default: 300,000)
+SPIN_COUNT = 20000
 
 _LIMIT: list[int | None] = [None]     # set through threadpoolctl
 _ENV: dict = {}
@@ -76,16 +81,18 @@ def threads_for(m: int, n: int, k: int) -> int:
 
 
 def prepare_runtime() -> None:
-    """Before the first kernel module (and libgomp) loads: OMP_WAIT_POLICY=PASSIVE
+    """Before the first kernel module (and libgomp) loads: GOMP_SPINCOUNT=SPIN_COUNT
     unless the user chose a wait policy (see the module docstring)."""
     if _RUNTIME:
         return
     preloaded = _libgomp_loaded()
     user = "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
     if not user and not preloaded:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    _RUNTIME.update(preloaded=preloaded, user=user,
-                    policy=os.environ.get("OMP_WAIT_POLICY", "libgomp default"))
+        os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
+    policy = (f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}" if "OMP_WAIT_POLICY" in os.environ
+              else f"GOMP_SPINCOUNT={os.environ['GOMP_SPINCOUNT']}" if "GOMP_SPINCOUNT" in os.environ
+              else "libgomp's default")
+    _RUNTIME.update(preloaded=preloaded, user=user, policy=policy)
 
 
 def runtime_note() -> str:
@@ -95,7 +102,7 @@ def runtime_note() -> str:
     if _RUNTIME["preloaded"] and not _RUNTIME["user"]:
         return ("libgomp was loaded before microkernel's first kernel: its wait policy is "
                 "whatever it was then (workers may spin after each call)")
-    return f"OMP_WAIT_POLICY={_RUNTIME['policy']}" + (" (set by the user)" if _RUNTIME["user"] else "")
+    return _RUNTIME["policy"] + (" (set by the user)" if _RUNTIME["user"] else "")
 
 
 def _libgomp_loaded() -> bool:

@@ -86,15 +86,15 @@ def test_small_problems_get_fewer_default_threads(monkeypatch):
     assert threads.threads_for(1024, 1024, 1024) == 16
 
 
-def test_our_workers_sleep_after_a_call_unless_the_user_chose():
-    """A fresh process: OMP_WAIT_POLICY is set to PASSIVE before libgomp loads; a
+def test_our_workers_spin_briefly_unless_the_user_chose():
+    """A fresh process: GOMP_SPINCOUNT is set to a short spin before libgomp loads; a
     user's own setting stays."""
     code = ("import os, numpy as np, microkernel as mk; mk.get_kernel('scalar_4x4'); "
             "from microkernel import threads; print(os.environ.get('OMP_WAIT_POLICY'), "
             "threads.runtime_note())")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert out.stdout.startswith("PASSIVE OMP_WAIT_POLICY=PASSIVE"), out.stdout + out.stderr
+    assert out.stdout.startswith("None GOMP_SPINCOUNT=20000"), out.stdout + out.stderr
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**env, "OMP_WAIT_POLICY": "ACTIVE"})
     assert out.stdout.startswith("ACTIVE OMP_WAIT_POLICY=ACTIVE (set by the user)"), out.stdout
