@@ -110,6 +110,11 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 #ifndef MK_DRIVER_NAME
 #define MK_DRIVER_NAME mk_gemm_driver
 #endif
+/* and its workspace query, renamed with it where one program links several drivers
+ * (the aarch64 harness: one driver object per typed panel layout) */
+#ifndef MK_WORKSPACE_BYTES_NAME
+#define MK_WORKSPACE_BYTES_NAME mk_workspace_bytes
+#endif
 
 #ifdef MK_UKERNEL
 #define MK_CALL_UKERNEL(uk, ...) MK_UKERNEL(__VA_ARGS__)
@@ -160,7 +165,7 @@ static void *mk_ws_get(size_t need)
 }
 
 /* Bytes held by the calling thread's packing workspace (0 before the first call). */
-int64_t mk_workspace_bytes(void)
+int64_t MK_WORKSPACE_BYTES_NAME(void)
 {
     pthread_once(&mk_ws_once, mk_ws_key_init);
     mk_workspace *ws = (mk_workspace *)pthread_getspecific(mk_ws_key);

@@ -44,14 +44,24 @@ def usable_isas() -> tuple[str, ...]:
             f"MICROKERNEL_ISA={forced}: this CPU/OS cannot run {forced} "
             f"(the probe found: {', '.join(info.isas)})")
     # the forced ISA, plus scalar; a typed ISA keeps its base fp32 ISA usable too
-    base = [i for i in info.isas if ISAS[i].implied == "f32" and i != "scalar"]
+    base = [i for i in info.isas if ISAS[i].general]
     keep = ("scalar", forced) if ISAS[forced].implied == "f32" else ("scalar", base[-1], forced)
     return tuple(i for i in info.isas if i in keep)
 
 
 def best_isa() -> str:
-    """The best usable ISA of fp32 tiles (typed ISAs serve their own types only)."""
-    return [i for i in usable_isas() if ISAS[i].implied == "f32"][-1]
+    """The best usable ISA of fp32 tiles (typed ISAs serve their own types only; SME only
+    when MICROKERNEL_ISA=sme forces it: tile.IsaInfo.general)."""
+    usable = usable_isas()
+    forced = os.environ.get("MICROKERNEL_ISA", "").strip().lower()
+    if forced in usable and ISAS[forced].implied == "f32":
+        return forced
+    return [i for i in usable if ISAS[i].general][-1]
+
+
+def _feature_ok(spec: TileSpec) -> bool:
+    """The feature ``spec``'s types need beyond its ISA, if any, is there."""
+    return spec.feature is None or bool(_probe().features.get(spec.feature))
 
 
 def default_tile(isa: str | None = None) -> TileSpec:
@@ -68,7 +78,7 @@ def kernels(types: str | None = "f32") -> list[str]:
     """Names of the built-in kernels this machine can run, best ISA first: of input
     ``types`` (default fp32; None: every type)."""
     usable = usable_isas()
-    runnable = [s for s in registry.BUILTIN if s.isa in usable
+    runnable = [s for s in registry.BUILTIN if s.isa in usable and _feature_ok(s)
                 and (types is None or s.types == types)]
     # best ISA first, each ISA's default first
     runnable.sort(key=lambda s: (-usable.index(s.isa), s.types != "f32",
@@ -113,6 +123,10 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
         raise IsaUnavailableError(
             f"{spec.name} needs {spec.isa}, which this CPU/OS cannot run here "
             f"(usable: {', '.join(usable)})")
+    if not _feature_ok(spec):
+        raise IsaUnavailableError(
+            f"{spec.name} needs {spec.isa} with {spec.feature} ({spec.types} tiles), which "
+            f"this CPU/OS does not report (microkernel probe lists the feature bits)")
     if source is None:
         return load(spec)
     path = os.fspath(source)

@@ -34,9 +34,10 @@ def default_kernel(types: str):
     if key not in _DEFAULT:
         usable = usable_isas()
         names = registry.TYPED_DEFAULTS.get(types, ())
+        from .dispatch import _feature_ok
         for name in names:
             spec = registry.spec(name)
-            if spec.isa in usable:
+            if spec.isa in usable and _feature_ok(spec):
                 _DEFAULT[key] = get_kernel(spec)
                 break
         else:

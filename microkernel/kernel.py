@@ -214,7 +214,7 @@ def module_source(spec: TileSpec, ukernel_source: str | None = None,
     nr = codegen.nr_expr(spec)
     sym = codegen.symbol(spec)
     # a tile fixed at compile time gets a driver specialised for it (see driver.c)
-    specialise = ("" if not nr.isdigit() else
+    specialise = ("" if not (nr.isdigit() and codegen.mr_expr(spec).isdigit()) else
                   f"#define MK_MR {spec.mr}\n#define MK_NR {nr}\n#define MK_UKERNEL {sym}")
     if spec.info.lanes is not None and spec.info.lanes * 4 == C_ALIGN_VECTOR_BYTES:
         # C tiles on 64-byte boundaries (driver.c, MK_C_ALIGN); a source may set its own
@@ -222,7 +222,7 @@ def module_source(spec: TileSpec, ukernel_source: str | None = None,
                        f"\n#endif")
     typed = codegen.layout(spec).typed
     glue = (GLUE_TYPED if typed else GLUE).format(
-        mr=spec.mr, nr=nr, sym=sym, specialise=specialise,
+        mr=codegen.mr_expr(spec), nr=nr, sym=sym, specialise=specialise,
         desc=codegen.desc_function(spec, "mk_fill_desc", static=True))
     ukernel = codegen.generate(spec) if ukernel_source is None else ukernel_source
     if ukernel_source is not None and source_path is not None:
@@ -240,7 +240,7 @@ def _build_args(spec: TileSpec, ukernel_source: str | None = None,
         name=spec.name if ukernel_source is None else f"{spec.name}_src",
         cdef=CDEF_TYPED if codegen.layout(spec).typed else CDEF,
         source=module_source(spec, ukernel_source, source_path),
-        cflags=COMMON_CFLAGS + spec.info.cflags, include_dirs=(str(src_dir),),
+        cflags=COMMON_CFLAGS + spec.cflags, include_dirs=(str(src_dir),),
         ldflags=("-fopenmp",),
         depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h",
                  src_dir / "mk_convert.h"])

@@ -8,8 +8,12 @@ only) and the Linux sysfs cache description. Sources:
   (XCR0 & 0x6) == 0x6, AVX-512 also needs (XCR0 & 0xE6) == 0xE6 (Intel SDM vol. 1,
   13.3). Virtual machines can report AVX-512 in CPUID with ZMM state off.
 - aarch64 Linux: Documentation/arch/arm64/elf_hwcaps.rst (AT_HWCAP bit 1 ASIMD,
-  bit 22 SVE; AT_HWCAP2 bit 1 SVE2) and Documentation/arch/arm64/sve.rst
-  (``prctl(PR_SVE_GET_VL) & 0xffff`` = current vector length in bytes).
+  bit 22 SVE; AT_HWCAP2 bit 1 SVE2; the typed extensions: HWCAP_ASIMDHP bit 10,
+  ASIMDDP 20, ASIMDFHM 23, HWCAP2_SVEI8MM 9, SVEBF16 12, I8MM 13, BF16 14, SME 23,
+  SME_I8I32 26, SME_F16F32 27, SME_B16F32 28, SME_F32F32 29) and
+  Documentation/arch/arm64/sve.rst, sme.rst (``prctl(PR_SVE_GET_VL) & 0xffff`` and
+  ``prctl(PR_SME_GET_VL) & 0xffff`` = current vector lengths in bytes). A typed tile
+  may need a feature beyond its ISA (:meth:`CpuInfo.supports_tile`).
 - caches: Linux Documentation/ABI/testing/sysfs-devices-system-cpu
   (``/sys/devices/system/cpu/cpu0/cache/index*``).
 
@@ -176,6 +180,13 @@ class CpuInfo:
             raise ValueError(f"unknown ISA {isa!r}; valid ISAs: {', '.join(ISAS)}")
         return isa in self.isas
 
+    def supports_tile(self, spec) -> bool:
+        """True when this CPU and OS run ``spec`` (a TileSpec): its ISA, and the feature
+        its types need beyond it (``spec.feature``, e.g. ``asimdfhm`` for FMLAL,
+        ``i8mm`` for SUDOT, ``sme_i8i32`` for SMOPA)."""
+        return self.supports(spec.isa) and (spec.feature is None
+                                            or bool(self.features.get(spec.feature)))
+
     def cache(self, level: int, type: str = "Data") -> Cache | None:
         """The cache at ``level`` of ``type`` (``"Data"``, ``"Instruction"`` or
         ``"Unified"``); a ``"Data"`` request falls back to a unified cache at that
@@ -287,8 +298,9 @@ def info_from_c(ffi, feat, caches: tuple[Cache, ...] = ()) -> CpuInfo:
         arch = platform.machine().lower() or "unknown"
         features = {}
     isas = tuple(n for n in ISAS if n in usable)   # ISAS is in preference order
-    # the best fp32 ISA (typed ISAs such as amx or neondot serve their types only)
-    best = [n for n in isas if ISAS[n].implied == "f32"][-1]
+    # the best fp32 ISA (typed ISAs such as amx or neondot serve their types only; SME is
+    # never picked by itself: tile.IsaInfo.general)
+    best = [n for n in isas if ISAS[n].general][-1]
     sve_bits = int(feat.sve_vector_bits) if "sve" in usable else None
     vector_bits = sve_bits if best == "sve" else 32 * ISAS[best].lanes
     vendor = ffi.string(feat.vendor).decode("ascii", "replace")

@@ -7,7 +7,7 @@ mains include, after IREE's ``mmt4d_x86_64_tiles.inl``), the tests (edge catalog
 sanitizer and old-CPU harnesses, the aarch64 cross harness), the benchmarks and the
 device scripts (``python -m microkernel list --names --isa avx512``).
 
-A kernel's name is its metadata (docs/naming.md): ``<isa>_<MR>x<NR>[v][_u<K>]``.
+A kernel's name is its metadata (docs/naming.md): ``<isa>[_<types>]_<MR>x<NR>[v][_u<K>]``.
 Built-in tiles are just specs: a user's tile takes exactly the same path.
 """
 from __future__ import annotations
@@ -48,16 +48,45 @@ BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
     # every type in portable C
     "scalar_bf16_4x4", "scalar_f16_4x4", "scalar_s8s8_4x4", "scalar_u8s8_4x4",
     "scalar_u8u8_4x4",
+    # -- Arm typed tiles (issue 22; codegen/arm_typed.py, arm_mmla.py, sme.py)
+    # SDOT/UDOT/SUDOT by element, the shape of neon_8x12: 24 int32 accumulators, 3 B and 2 A
+    # vectors of 4 x 4 int8 (29 of 32 registers)
+    "neondot_s8s8_8x12", "neondot_u8u8_8x12", "neondot_u8s8_8x12",
+    # SMMLA/USMMLA/UMMLA: 16 accumulators of 2x2 int32, 4 B vectors and one A row pair
+    "neoni8mm_s8s8_8x8", "neoni8mm_u8s8_8x8", "neoni8mm_u8u8_8x8",
+    # BFMMLA, the same 2x2 blocks in fp32
+    "neonbf16_8x8",
+    # fp16 FMLA by element into 24 fp16 accumulators of 8 lanes; FMLAL/FMLAL2 into 16 fp32
+    "neonfp16_8x24", "neonfp16_f16_8x8",
+    # SVE SMMLA/BFMMLA at any VL: NR = 2 x VL/32, 16 accumulators, A row pairs
+    # replicated per 128-bit segment (ld1rq)
+    "svei8mm_s8s8_8x2v", "svei8mm_u8s8_8x2v", "svei8mm_u8u8_8x2v", "svebf16_8x2v",
+    # SME outer products into the four 32-bit ZA tiles: 2 x SVL/32 square at any SVL. The
+    # integer ones (sme_s8s8_2x2v, ...: SMOPA) are generated but not built in: qemu 7.2's
+    # 32-bit SMOPA is wrong (microkernel.cross.run.SMOPA_DEFECT), so they are unproven here
+    "sme_2x2v", "sme_bf16_2x2v", "sme_f16_2x2v",
 ))
 
 #: gemm()'s kernel for typed inputs: the first of each list whose ISA this CPU and OS
 #: run (microkernel.gemm_typed.default_kernel); the portable ones last
+#: On Arm: SVE before NEON (the same instruction at VL >= 128 bits), the matrix
+#: instructions before the dot products; SME last (no SME hardware measured here, and every
+#: micro-kernel call enters and leaves streaming mode): name an sme tile to use it. No SME
+#: integer tile: none is built in (see BUILTIN).
 TYPED_DEFAULTS: dict[str, tuple[str, ...]] = {
-    "bf16": ("avx512_bf16_8x32_u4", "avx2_bf16_4x24_u8", "scalar_bf16_4x4"),
-    "f16": ("avx512_f16_8x32_u4", "avx2_f16_4x24_u8", "scalar_f16_4x4"),
-    "s8s8": ("avx512_s8s8_8x32", "avx2_s8s8_4x24", "scalar_s8s8_4x4"),
-    "u8s8": ("avx512_u8s8_8x32", "avx2_u8s8_4x24", "scalar_u8s8_4x4"),
-    "u8u8": ("avx512_u8u8_8x32", "avx2_u8u8_4x24", "scalar_u8u8_4x4"),
+    "bf16": ("avx512_bf16_8x32_u4", "avx2_bf16_4x24_u8",
+             "svebf16_8x2v", "neonbf16_8x8", "sme_bf16_2x2v", "scalar_bf16_4x4"),
+    "f16": ("avx512_f16_8x32_u4", "avx2_f16_4x24_u8",
+            "neonfp16_f16_8x8", "sme_f16_2x2v", "scalar_f16_4x4"),
+    "s8s8": ("avx512_s8s8_8x32", "avx2_s8s8_4x24",
+             "svei8mm_s8s8_8x2v", "neoni8mm_s8s8_8x8", "neondot_s8s8_8x12",
+             "scalar_s8s8_4x4"),
+    "u8s8": ("avx512_u8s8_8x32", "avx2_u8s8_4x24",
+             "svei8mm_u8s8_8x2v", "neoni8mm_u8s8_8x8", "neondot_u8s8_8x12",
+             "scalar_u8s8_4x4"),
+    "u8u8": ("avx512_u8u8_8x32", "avx2_u8u8_4x24",
+             "svei8mm_u8u8_8x2v", "neoni8mm_u8u8_8x8", "neondot_u8u8_8x12",
+             "scalar_u8u8_4x4"),
 }
 
 #: gemm()'s default tile per ISA (stated here, not implied by order)
@@ -67,6 +96,14 @@ DEFAULTS: dict[str, str] = {
     "neon": "neon_8x12",
     "sve": "sve_8x2v",
     "scalar": "scalar_4x4",
+    # the Arm typed ISAs: their first built-in
+    "neondot": "neondot_s8s8_8x12",
+    "neoni8mm": "neoni8mm_s8s8_8x8",
+    "neonbf16": "neonbf16_8x8",
+    "neonfp16": "neonfp16_8x24",
+    "svei8mm": "svei8mm_s8s8_8x2v",
+    "svebf16": "svebf16_8x2v",
+    "sme": "sme_2x2v",
 }
 
 #: User-shaped tiles the C harnesses stress beside the built-ins: odd MR, NR of 1 to 3

@@ -9,7 +9,14 @@ register budget (:func:`register_budget`).
 
 For SVE the width is counted in vectors: ``sve_8x2v`` is MR = 8 and NR = 2 * VL
 lanes, with VL read at run time (``svcntw()``), so one binary runs at every vector
-length.
+length. For SME both counts are in vectors of the streaming VL: ``sme_2x2v`` is
+2 x SVL/32 rows by 2 x SVL/32 columns, four ZA tiles (docs/naming.md).
+
+The Arm typed ISAs (``neondot``, ``neoni8mm``, ``neonbf16``, ``neonfp16``, ``svei8mm``,
+``svebf16``, ``sme``) say which instruction form their tiles are made of
+(:attr:`IsaInfo.form`): the register budget and the panel layout follow from it
+(:func:`register_budget`; :mod:`microkernel.codegen.arm_typed`,
+:mod:`microkernel.codegen.arm_mmla`, :mod:`microkernel.codegen.sme`).
 """
 from __future__ import annotations
 
@@ -49,6 +56,30 @@ class IsaInfo:
     types: tuple[str, ...] = ("f32", "bf16", "f16")
     #: the types a tile name without a types field means (None: the name must say)
     implied: str | None = "f32"
+    #: the multiply-add form a tile is made of, per 128-bit register (segment):
+    #: ``fma`` a broadcast (or by-element) FMA into one row; ``dot`` a K group of 32
+    #: bits per lane into one row (SDOT/UDOT); ``mmla`` a 2 x 64-bit-of-K by 64-bit-of-K
+    #: x 2 block into a 2 x 2 block (SMMLA, BFMMLA: Arm ARM, "SMMLA", "BFMMLA"); ``fma16``
+    #: fp16 FMLA / the widening FMLAL; ``mopa`` SME outer products into ZA tiles
+    form: str = "fma"
+    #: per input types, what a tile of them needs beyond the ISA: (types, the probe's
+    #: feature flag (CpuInfo.features), extra compiler flags appended to ``cflags``)
+    needs: tuple = ()
+
+    @property
+    def general(self) -> bool:
+        """True for the ISAs gemm() may pick for fp32 by itself (tiles fp32 without
+        saying so, not SME: its streaming-mode switches per micro-kernel call are not
+        measured here; name an sme tile, or MICROKERNEL_ISA=sme, to use it)."""
+        return self.implied == "f32" and self.form != "mopa"
+
+    def need(self, types: str) -> tuple[str | None, tuple[str, ...]]:
+        """(probe feature, extra cflags) that a tile of ``types`` needs beyond the ISA
+        (None, ()) when it needs nothing more."""
+        for t, feature, flags in self.needs:
+            if t == types:
+                return feature, tuple(flags)
+        return None, ()
 
 
 _INT_TYPES = ("s8s8", "u8s8", "u8u8")
@@ -63,7 +94,45 @@ ISAS: dict[str, IsaInfo] = {
                       types=("f32", "bf16", "f16") + _INT_TYPES),
     "neon": IsaInfo("neon", "aarch64", 4, 32, 4, 2, ("-march=armv8-a",), types=("f32",)),
     "sve": IsaInfo("sve", "aarch64", None, 32, 4, 2, ("-march=armv8.2-a+sve",), types=("f32",)),
+    # -- Arm typed ISAs (issue 22). The probe clears each from its hwcap bit (c_src/probe.c,
+    # mk_probe_decode_arm2; Linux Documentation/arch/arm64/elf_hwcaps.rst). Latency and
+    # pipes are assumed equal to the fp32 FMLA's (4 cycles, 2 pipes), not taken from a
+    # vendor table: they only set the latency bound's accumulator count.
+    # SDOT/UDOT (FEAT_DotProd) by element; u8s8 is SUDOT, part of FEAT_I8MM
+    "neondot": IsaInfo("neondot", "aarch64", 4, 32, 4, 2, ("-march=armv8.2-a+dotprod",),
+                       types=("s8s8", "u8u8", "u8s8"), implied=None, form="dot",
+                       needs=(("u8s8", "i8mm", ("-march=armv8.2-a+dotprod+i8mm",)),)),
+    # SMMLA/UMMLA/USMMLA (FEAT_I8MM): 2x8 by 8x2 int8 -> 2x2 int32 per register
+    "neoni8mm": IsaInfo("neoni8mm", "aarch64", 4, 32, 4, 2, ("-march=armv8.2-a+i8mm",),
+                        types=_INT_TYPES, implied=None, form="mmla"),
+    # BFMMLA (FEAT_BF16): 2x4 by 4x2 bf16 -> 2x2 fp32 per register
+    "neonbf16": IsaInfo("neonbf16", "aarch64", 4, 32, 4, 2, ("-march=armv8.2-a+bf16",),
+                        types=("bf16",), implied="bf16", form="mmla"),
+    # fp16 FMLA (FEAT_FP16, 8 lanes, fp16 accumulate); f16: FMLAL/FMLAL2 (FEAT_FHM) to fp32
+    "neonfp16": IsaInfo("neonfp16", "aarch64", 8, 32, 4, 2, ("-march=armv8.2-a+fp16",),
+                        types=("f16h", "f16"), implied="f16h", form="fma16",
+                        needs=(("f16", "asimdfhm", ("-march=armv8.2-a+fp16+fp16fml",)),)),
+    # SVE SMMLA/UMMLA/USMMLA (FEAT_I8MM with SVE) and BFMMLA (FEAT_BF16 with SVE), per
+    # 128-bit segment, vector length agnostic like sve
+    "svei8mm": IsaInfo("svei8mm", "aarch64", None, 32, 4, 2, ("-march=armv8.2-a+sve+i8mm",),
+                       types=_INT_TYPES, implied=None, form="mmla"),
+    "svebf16": IsaInfo("svebf16", "aarch64", None, 32, 4, 2, ("-march=armv8.2-a+sve+bf16",),
+                       types=("bf16",), implied="bf16", form="mmla"),
+    # SME (FEAT_SME, never SME2): FMOPA / BFMOPA / FMOPA (widening) / SMOPA-family into the
+    # four 32-bit ZA tiles, streaming-VL agnostic. The C code is baseline (Apple's M4 has
+    # SME without SVE); the streaming body is inline assembly (.arch_extension sme: GCC 12
+    # has no SME option, binutils 2.40 assembles it). Every type needs its ZA bit
+    # (HWCAP2_SME_*), fp32 is in usable_sme itself.
+    "sme": IsaInfo("sme", "aarch64", None, 32, 4, 2, ("-march=armv8-a",),
+                   types=("f32", "bf16", "f16") + _INT_TYPES, form="mopa",
+                   needs=(("bf16", "sme_b16f32", ()), ("f16", "sme_f16f32", ()),
+                          ("s8s8", "sme_i8i32", ()), ("u8s8", "sme_i8i32", ()),
+                          ("u8u8", "sme_i8i32", ()))),
 }
+
+#: ZA holds four 32-bit tiles (Arm ARM, "ZA array"): an sme tile of MR x NR vectors uses
+#: MR * NR of them
+SME_ZA_TILES = 4
 
 DEFAULT_K_UNROLL = 1  # u2/u4 made GCC 12 -O3 spill near-full tiles (microkernel asm; see docs)
 
@@ -131,6 +200,13 @@ class TileSpec:
                 f"{self.isa} tile NR={self.nr} is not a multiple of its {lanes} fp32 lanes")
         if self.mr > 64 or self.vectors_per_row > 64:
             raise TileError(f"tile {self.mr}x{self.nr} is beyond any register file")
+        form = self.info.form
+        if form == "mmla" and self.mr % 2:
+            raise TileError(f"{self.isa} tiles take rows in pairs (a matrix multiply-"
+                            f"accumulate makes a 2x2 block per 128 bits): MR={self.mr} is odd")
+        if form == "mopa" and self.mr * self.nr > SME_ZA_TILES:
+            raise TileError(f"{self.isa} tile {self.mr}x{self.nr}v needs {self.mr * self.nr} "
+                            f"32-bit ZA tiles; ZA has {SME_ZA_TILES} (e.g. sme_2x2v, sme_1x4v)")
         budget = register_budget(self)
         # Scalar tiles are never refused: they are the portable fallback, and their
         # operands can come from memory; `microkernel asm` shows what the compiler did.
@@ -168,9 +244,9 @@ class TileSpec:
         isa = m["isa"]
         if isa not in ISAS:
             raise TileError(f"unknown ISA {isa!r} in {name!r}; valid ISAs: {', '.join(ISAS)}")
-        if (isa == "sve") != bool(m["v"]):
-            raise TileError(f"{name!r}: only sve tiles count NR in vectors ('v' suffix), "
-                            f"e.g. sve_8x2v")
+        if (ISAS[isa].lanes is None) != bool(m["v"]):
+            raise TileError(f"{name!r}: only vector-length-agnostic tiles (sve, svei8mm, "
+                            f"svebf16, sme) count NR in vectors ('v' suffix), e.g. sve_8x2v")
         ku = int(m["ku"]) if m["ku"] else DEFAULT_K_UNROLL
         if m["types"] is not None and m["types"] == ISAS[isa].implied:
             raise TileError(f"{name!r}: {isa} tiles are {m['types']} without saying so; "
@@ -196,6 +272,27 @@ class TileSpec:
     def is_vla(self) -> bool:
         """True for vector-length-agnostic tiles (SVE): NR depends on the run-time VL."""
         return self.info.lanes is None
+
+    @property
+    def cflags(self) -> tuple[str, ...]:
+        """Compiler flags of this tile's code: the ISA's, then what its types need
+        (:meth:`IsaInfo.need`; a later -march overrides an earlier one)."""
+        return self.info.cflags + self.info.need(self.types)[1]
+
+    @property
+    def feature(self) -> str | None:
+        """The probe feature (a key of ``CpuInfo.features``) a tile of these types needs
+        beyond its ISA, or None (e.g. ``asimdfhm`` for neonfp16_f16, ``sme_i8i32``)."""
+        return self.info.need(self.types)[0]
+
+    @property
+    def mr_is_vectors(self) -> bool:
+        """True for SME tiles, whose MR also counts streaming vectors (SVL/32 rows each)."""
+        return self.info.form == "mopa"
+
+    def mr_at(self, vector_bits: int | None = None) -> int:
+        """MR in rows (for SME, at the given streaming vector length in bits)."""
+        return self.mr * self.lanes_at(vector_bits) if self.mr_is_vectors else self.mr
 
     @property
     def vectors_per_row(self) -> int:
@@ -255,9 +352,36 @@ class RegisterBudget:
 
 
 def register_budget(spec: TileSpec) -> RegisterBudget:
-    """Register budget of ``spec`` (counts of vector registers; see RegisterBudget)."""
+    """Register budget of ``spec`` (counts of vector registers; see RegisterBudget).
+    The Arm typed forms (:attr:`IsaInfo.form`) count per 128-bit register or segment:
+
+    * ``dot`` (SDOT): MR x NR/4 int32 accumulators, NR/4 B vectors (4 columns x 4 k),
+      ceil(MR/4) A vectors (4 rows x 4 k, a lane picked per row);
+    * ``mmla`` (SMMLA, BFMMLA): an accumulator is a 2x2 block, so MR/2 x NR/2 of them
+      (SVE: MR/2 x 2 nv vectors of VL/64 2x2 blocks); NR/2 B vectors (2 columns x 8 int8
+      or 4 bf16 of K; SVE: 2 nv), one A row pair at a time (SVE: replicated per segment);
+    * ``fma16``: fp16 accumulators of 8 lanes (f16h) or fp32 ones of 4 (FMLAL, f16),
+      NR/8 B vectors of 8 fp16, one A vector of 8 fp16 values (lanes picked);
+    * ``mopa`` (SME): ZA tiles hold the accumulators, MR + NR vectors of A and B per k
+      step out of the 32 Z registers."""
     info = spec.info
     vpr = spec.vectors_per_row
+    form = info.form
+    if form != "fma":
+        lat = info.fma_latency * info.fma_units
+        if form == "mopa":
+            return RegisterBudget(spec.mr * spec.nr, spec.nr, spec.mr, info.vector_registers,
+                                  min(lat, SME_ZA_TILES))
+        if form == "dot":
+            acc, bv, av = spec.mr * vpr, vpr, -(-spec.mr // 4)
+        elif form == "mmla":
+            acc = (spec.mr // 2) * (2 * vpr)
+            bv, av = 2 * vpr, 1
+        else:                                    # fma16
+            wide = spec.types == "f16"           # FMLAL: fp32 accumulators, 4 lanes
+            acc = spec.mr * vpr * (2 if wide else 1)
+            bv, av = vpr, -(-spec.mr // 8)
+        return RegisterBudget(acc, bv, av, info.vector_registers, lat)
     return RegisterBudget(
         accumulators=spec.mr * vpr,
         b_vectors=vpr,

@@ -6,11 +6,13 @@ test that needs them is skipped with a reason naming the apt packages when they 
 missing, unless ``MICROKERNEL_REQUIRE_CROSS=1`` (set it in CI: a missing tool is then
 a failure, never a silent skip).
 
-Runtime: about 30 s on 2 cores (fresh cache). The main test runs the full catalogue
-(``validate.catalogue``, not ``quick``) plus the cubes M = N = K in {1, 7, 37, 129}
-for the built-in tiles at 128..2048 bits and on the NEON-only CPU; the user-tile
-test uses the quick catalogue at 128 and 384 bits, the SVE edge test its own case
-list at 128, 384 and 2048 bits.
+Runtime: about 3 minutes on 2 cores (fresh cache). The main test runs the full
+catalogue (``validate.catalogue``, not ``quick``; the typed vector-length-agnostic tiles
+quick above 512 bits, cross.configs.QUICK_TYPED_ABOVE_BITS) plus the cubes M = N = K in
+{1, 7, 37, 129} for every built-in aarch64 tile, fp32 and typed (issue 22), at SVE and
+SME lengths 128..2048 bits, on the NEON-only CPU and on the CPUs that lack the typed
+extensions (cortex-a76, a64fx, max,sme=off); the user-tile test uses the quick catalogue
+at 128 and 384 bits, the SVE edge test its own case list at 128, 384 and 2048 bits.
 """
 import argparse
 import json
@@ -59,7 +61,9 @@ def test_cross_tools_present_when_required():
 
 def test_builtin_aarch64_tiles_are_registered():
     names = {s.name for s in SPECS}
-    assert names == {"neon_8x12", "sve_8x2v"}
+    assert {"neon_8x12", "sve_8x2v", "neondot_s8s8_8x12", "neoni8mm_s8s8_8x8", "neonbf16_8x8",
+            "neonfp16_8x24", "neonfp16_f16_8x8", "svei8mm_s8s8_8x2v", "svebf16_8x2v",
+            "sme_2x2v", "sme_bf16_2x2v", "sme_f16_2x2v"} <= names
     assert set(cross.DEFAULT_KERNELS) == names
 
 
@@ -112,9 +116,18 @@ def test_harness_kernel_list_is_the_projects_xmacro_list():
     lst = files["mk_harness_kernels.inc"]
     assert "MK_KERNEL(neon_8x12, neon, 8, 12, 3, 1, 0)" in lst.splitlines()
     assert "MK_KERNEL(sve_8x2v, sve, 8, 0, 2, 1, 1)" in lst.splitlines()
-    assert sum(line.startswith("MK_KERNEL(") for line in lst.splitlines()) == 2
+    assert sum(line.startswith("MK_KERNEL(") for line in lst.splitlines()) == len(SPECS)
+    types = files["mk_harness_types.inc"]
+    assert "MK_HTYPES(neondot_u8s8_8x12, u8s8, mk_hdriver_" in types
+    assert "offsetof(mk_cpu_features, i8mm))" in types
+    assert "MK_HTYPES(neon_8x12, f32, mk_hdriver_f32, 4, 4, 4, -1)" in types
+    # one driver object per distinct panel layout, renamed
+    drivers = [name for name in files if name.startswith("driver_")]
+    assert len(drivers) == len({codegen.layout(s) for s in SPECS if codegen.layout(s).typed})
+    assert all("#define MK_DRIVER_NAME mk_gemm_driver_" in files[d] for d in drivers)
     harness_flags = [flags for name, flags in objects if name == "harness.c"]
-    assert ('-DMK_KERNEL_LIST="mk_harness_kernels.inc"',) in harness_flags
+    assert ('-DMK_KERNEL_LIST="mk_harness_kernels.inc"',
+            '-DMK_HARNESS_TYPES="mk_harness_types.inc"') in harness_flags
     assert "void mk_harness_desc_neon_8x12(mk_ukernel_desc *d)" in files["glue_neon_8x12.c"]
     src = (ROOT / "c_src" / "harness.c").read_text()
     assert "#include MK_KERNEL_LIST" in src and '"ukernels/mk_kernels.inc"' in src
@@ -134,7 +147,7 @@ def test_harness_with_the_default_list_keeps_only_linked_kernels(tmp_path):
     objs = []
     for src, flags in ((src_dir / "harness.c", ()), (src_dir / "probe.c", ()),
                        (src_dir / "driver.c", ("-fopenmp",)),
-                       (tmp_path / "glue.c", spec.info.cflags)):
+                       (tmp_path / "glue.c", spec.cflags)):
         obj = tmp_path / f"{len(objs)}.o"
         subprocess.run([*base, *flags, str(src), "-o", str(obj)], check=True)
         objs.append(str(obj))
@@ -143,7 +156,7 @@ def test_harness_with_the_default_list_keeps_only_linked_kernels(tmp_path):
     out = subprocess.run([TOOLS.qemu, "-cpu", "cortex-a72", str(exe), "--info"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
     kernels = [line for line in out.splitlines() if line.startswith("kernel ")]
-    assert kernels == ["kernel neon_8x12 isa=neon mr=8 nr=12 runnable=1"]
+    assert kernels == ["kernel neon_8x12 isa=neon types=f32 mr=8 nr=12 runnable=1"]
 
 
 # -- the generated sources compile with the cross compiler ------------------------------
@@ -165,10 +178,10 @@ def test_generated_source_compiles_with_cross_compiler(name, tmp_path):
     source that `sweep`/`get_kernel` compile on an Arm host (micro-kernel + peak +
     driver + timing + glue, kernel.COMMON_CFLAGS), with only the ISA's flags."""
     spec = TileSpec.from_name(name)
-    flags = ["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", *spec.info.cflags]
+    flags = ["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", *spec.cflags]
     _cross_cc(codegen.generate(spec), flags, tmp_path, "ukernel")
     _cross_cc(mkkernel.module_source(spec),
-              ["-std=gnu11", *mkkernel.COMMON_CFLAGS, "-Werror", *spec.info.cflags],
+              ["-std=gnu11", *mkkernel.COMMON_CFLAGS, "-Werror", *spec.cflags],
               tmp_path, "module")
 
 
@@ -189,7 +202,7 @@ def _assert_no_spill_in_k_loops(spec, tmp_path):
     """Every innermost loop with a k step's FMAs (the unrolled main loop and the
     remainder loop) is free of stack accesses, at -O2 and -O3."""
     for opt in ("-O2", "-O3"):
-        obj = _cross_cc(codegen.generate(spec), [opt, *spec.info.cflags], tmp_path,
+        obj = _cross_cc(codegen.generate(spec), [opt, *spec.cflags], tmp_path,
                         f"k{opt}")
         asm = analysis.disassemble_object(obj, codegen.symbol(spec), "aarch64")
         loops = [lp for lp, innermost in analysis.all_loops(asm, spec.k_unroll, "aarch64")
@@ -226,9 +239,12 @@ def test_peak_loop_counts_flops_at_the_run_time_vl(isa, cpu, lanes, tmp_path):
 
 @pytest.fixture(scope="module")
 def full_report():
-    """The default `microkernel cross`: full catalogue, SVE at 128..2048 bits and the
-    NEON-only CPU."""
-    return cross.cross_validate(timeout=300)
+    """The default `microkernel cross`: every built-in aarch64 tile, SVE and SME at
+    128..2048 bits, the NEON-only CPU and the CPUs without the typed extensions."""
+    return cross.cross_validate(timeout=600)
+
+
+CONFIGS = {c.label: c for c in cross.cpu_configs()}
 
 
 @needs_tools
@@ -237,20 +253,72 @@ def test_cross_passes_at_every_vl_and_on_neon_only_cpu(full_report):
     problems = [(r.label, r.errors, {k: v.failures[:3] for k, v in r.kernels.items() if v.failures})
                 for r in rep.runs if not r.ok]
     assert rep.ok, problems
-    assert [r.label for r in rep.runs] == [f"sve-{b}" for b in cross.DEFAULT_VLS] + ["neon-only"]
+    assert [r.label for r in rep.runs] == ([f"sve-{b}" for b in cross.DEFAULT_VLS] + ["neon-only"]
+                                           + [c.label for c in cross.REFUSAL_CPUS])
 
 
 @needs_tools
 def test_every_kernel_executed_cases_everywhere_it_should(full_report):
-    """Zero cases for a kernel that a CPU must cover is a failure; on the NEON-only
-    CPU the SVE tile must be refused (never executed), not silently skipped."""
+    """Zero cases for a kernel that a CPU must cover is a failure; where the CPU lacks
+    the kernel's ISA or the feature its types need (the SVE and typed tiles on the
+    NEON-only CPU, SUDOT and FMLAL on cortex-a76, SVE I8MM on a64fx, SME with sme=off)
+    it must be refused (never executed), not silently skipped."""
+    refused_somewhere = set()
     for r in full_report.runs:
+        cfg = CONFIGS[r.label]
         for name, k in r.kernels.items():
-            if k.isa == "sve" and r.requested_vl_bits is None:
+            if not cfg.runs(TileSpec.from_name(name)):
                 assert k.cases == 0 and k.refused > 0, (r.label, name)
+                refused_somewhere.add(name)
             else:
                 assert k.cases > 0, f"{name} executed zero cases on {r.label}"
                 assert k.passed == k.cases, (r.label, name, k.failures[:3])
+    by = {r.label: r for r in full_report.runs}
+    assert by["dot-fp16"].kernels["neondot_s8s8_8x12"].passed > 0
+    assert by["dot-fp16"].kernels["neondot_u8s8_8x12"].refused > 0        # SUDOT: I8MM
+    assert by["dot-fp16"].kernels["neonfp16_f16_8x8"].refused > 0         # FMLAL: FHM
+    assert by["a64fx"].kernels["sve_8x2v"].passed > 0
+    assert by["a64fx"].kernels["svei8mm_s8s8_8x2v"].refused > 0
+    assert by["sme-off"].kernels["sme_2x2v"].refused > 0
+    assert refused_somewhere == {s.name for s in SPECS if s.isa != "neon"}
+
+
+@needs_tools
+def test_typed_tiles_at_every_length_they_support(full_report):
+    """Every typed vector-length-agnostic tile passed at each of 128..2048 bits with its
+    run-time MR x NR, and each ISA the CPU lacks is a clear error when forced."""
+    for s in SPECS:
+        if not s.is_vla:
+            continue
+        seen = {}
+        for r in full_report.runs:
+            bits = cross.vector_bits_for(s, CONFIGS[r.label])
+            k = r.kernels[s.name]
+            if bits and CONFIGS[r.label].runs(s):
+                assert k.passed == k.cases > 0 and (k.mr, k.nr) == (s.mr_at(bits), s.nr_at(bits))
+                seen[bits] = k.passed
+        assert set(seen) >= set(cross.DEFAULT_VLS), (s.name, seen)
+    for r in full_report.runs:
+        cfg = CONFIGS[r.label]
+        missing = {s.isa for s in SPECS} - set(cfg.isas)
+        assert set(r.forced_errors) == missing, r.label
+        for isa, msg in r.forced_errors.items():
+            assert f"MICROKERNEL_ISA={isa}" in msg and "cannot run" in msg
+
+
+@needs_tools
+def test_sme_results_identical_at_every_streaming_length(full_report):
+    """Same inputs (the ``same_*`` cases, seeded by label) at SVL 128..2048: C is
+    bit-identical for every built-in SME tile, and the run observed each SVL."""
+    sme = [s.name for s in SPECS if s.isa == "sme"]
+    assert sme and set(full_report.identity) == set(sme)
+    for name in sme:
+        v = full_report.identity[name]
+        assert v["identical"] and v["cases"] == len(cross.identity_cases(TileSpec.from_name(name)))
+        assert v["lengths"] == [f"sve-{b}" for b in cross.DEFAULT_VLS]
+    for r in full_report.runs:
+        if r.requested_svl_bits:
+            assert r.observed_svl_bits == r.probe_svl_bits == r.requested_svl_bits
 
 
 @needs_tools
@@ -311,8 +379,8 @@ def test_sve_edge_tiles_at_three_vls():
     """The predicated edge entry point at 128, 384 (not a power of two: legal for SVE
     and accepted by qemu) and 2048 bits; no NEON-only run."""
     spec = TileSpec("sve", 8, 2)
-    rep = cross.cross_validate([spec], vls=(128, 384, 2048), neon_cpu=None, timeout=300,
-                               cases_fn=_sve_edge_cases)
+    rep = cross.cross_validate([spec], vls=(128, 384, 2048), neon_cpu=None, refusal=False,
+                               timeout=300, cases_fn=_sve_edge_cases)
     for r in rep.runs:
         k = r.kernels[spec.name]
         assert r.ok, (r.label, r.errors, k.failures[:5])
@@ -323,7 +391,7 @@ def test_sve_edge_tiles_at_three_vls():
 def test_user_tiles_cross():
     """Non-built-in shapes through the same generator and harness, quick catalogue,
     at 128 and 384 bits and on the NEON-only CPU."""
-    rep = cross.cross_validate(USER_TILES, vls=(128, 384), quick=True, timeout=300)
+    rep = cross.cross_validate(USER_TILES, vls=(128, 384), quick=True, refusal=False, timeout=300)
     for r in rep.runs:
         assert r.ok, (r.label, r.errors,
                       {n: k.failures[:3] for n, k in r.kernels.items() if k.failures})
@@ -337,16 +405,21 @@ def test_user_tiles_cross():
 @needs_tools
 def test_cli_json_and_table(capsys):
     parser = cross_cmd.add_arguments(argparse.ArgumentParser())
-    args = parser.parse_args(["--vl", "256", "--quick", "--json"])
+    args = parser.parse_args(["--vl", "256", "--quick", "--json", "--no-refusal-cpus",
+                              "--kernels", "neon_8x12,sve_8x2v,neondot_s8s8_8x12,sme_bf16_2x2v"])
     assert cross_cmd.run(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and [r["label"] for r in doc["runs"]] == ["sve-256", "neon-only"]
     assert doc["runs"][0]["observed_vl_bits"] == 256
     assert doc["runs"][0]["kernels"]["sve_8x2v"]["cases"] > 0
-    args = parser.parse_args(["--vl", "128", "--quick", "--neon-cpu", "none"])
+    assert doc["runs"][1]["kernels"]["neondot_s8s8_8x12"]["refused"] > 0
+    assert doc["runs"][0]["observed_svl_bits"] == 256
+    args = parser.parse_args(["--vl", "128", "--quick", "--neon-cpu", "none",
+                              "--kernels", "neon_8x12,sme_2x2v"])
     assert cross_cmd.run(args) == 0
     out = capsys.readouterr().out
     assert "sve-128" in out and "neon_8x12" in out and "PASS" in out
+    assert "dot-fp16" in out and "sme_2x2v MRxNR" in out and "8x8" in out
     with pytest.raises(SystemExit):
         parser.parse_args(["--vl", "200"])
 

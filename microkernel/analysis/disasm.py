@@ -39,7 +39,7 @@ import subprocess
 import tempfile
 
 from ..kernel import COMMON_CFLAGS
-from ..tile import TileSpec
+from ..tile import ISAS, TileSpec
 
 __all__ = ["Instruction", "parse", "disassemble", "disassemble_object", "object_path", "arch_of", "host_arch",
            "SYNTAX", "SYNTAXES", "X86_ISAS", "A64_ISAS", "A64_CFLAGS"]
@@ -50,8 +50,8 @@ SYNTAX = "intel"
 SYNTAXES = {"x86_64": "intel", "aarch64": "a64"}
 #: ISAs whose kernels are x86-64 code
 X86_ISAS = ("avx512", "avx2", "scalar")
-#: ISAs whose kernels are aarch64 code
-A64_ISAS = ("neon", "sve")
+#: ISAs whose kernels are aarch64 code (the fp32 ones and the typed ones of issue 22)
+A64_ISAS = tuple(isa for isa, info in ISAS.items() if info.arch == "aarch64")
 #: flags of an aarch64 object besides the ISA's own, as an Arm host builds the kernel
 #: module: build.py's "-O2 -std=gnu11", kernel.COMMON_CFLAGS (-O3 ..), -fPIC
 A64_CFLAGS = ("-O2", "-std=gnu11", *COMMON_CFLAGS, "-fPIC")
@@ -284,7 +284,7 @@ def _a64_object(spec: TileSpec, source: str | None,
     if source is not None and source_path is not None:
         text = _line_directive(source_path) + text
     src_dir = build.c_src_dir()
-    flags = (*A64_CFLAGS, *spec.info.cflags)
+    flags = (*A64_CFLAGS, *spec.cflags)
     h = hashlib.sha256()
     for part in (tools.cc, tools.cc_version, "\0".join(flags), text,
                  (src_dir / "mk_ukernel.h").read_text()):

@@ -52,6 +52,20 @@ TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-linux-gnu"}
 A64_MCPUS = {"neon": ("neoverse-v2", "neoverse-v1", "neoverse-n2", "neoverse-n1",
                       "ampere1", "apple-m4", "apple-m1"),
              "sve": ("neoverse-v2", "neoverse-v1", "neoverse-n2", "a64fx")}
+# the Arm typed ISAs: the NEON ones take neon's models (LLVM 14 schedules sdot, smmla,
+# bfmmla, fmla .8h and fmlal on neoverse-n1/n2/v1, cortex-a710/x2, ampere1, apple-m1);
+# the SVE ones sve's (LLVM 14 schedules SVE bfmmla on neoverse-n2/v1 and a64fx, SVE smmla
+# on none); SME has no scheduling model in LLVM 14 (the report says so)
+A64_MCPUS.update({isa: A64_MCPUS["neon"] for isa in ("neondot", "neoni8mm", "neonbf16",
+                                                       "neonfp16")})
+A64_MCPUS.update({isa: A64_MCPUS["sve"] for isa in ("svei8mm", "svebf16")})
+A64_MCPUS["sme"] = ("apple-m4", "neoverse-v2", "apple-m1")
+#: -mattr an aarch64 loop needs for its typed instructions (llvm-mca rejects them otherwise)
+_A64_MATTR = ((re.compile(r"^(s|u)dot$"), "+dotprod"),
+              (re.compile(r"^(usdot|sudot|smmla|ummla|usmmla)$"), "+i8mm"),
+              (re.compile(r"^(bfmmla|bfdot|bfmlal[bt])$"), "+bf16"),
+              (re.compile(r"^fmlal2?$"), "+fullfp16,+fp16fml"),
+              (re.compile(r"^(b?fmopa|[su]mopa|usmopa|sumopa|zero|smstart|smstop)$"), "+sme"))
 #: x86 models to fall back to when the default one fails the FMA self-check (same core
 #: family, FMA pipes modelled right): LLVM <= 15's znver3 model charges a ymm/xmm FMA
 #: to both FP0 and FP1 (1 FMA/cycle instead of 2; llvm/llvm-project#59325)
@@ -430,12 +444,24 @@ def mca(loop_asm: str | LoopInfo, mcpu: str, *, k_unroll: int | None = None,
     triple = TRIPLES.get(info.arch, TRIPLES["x86_64"])
     sve = info.arch == "aarch64" and (info.scalable or any(
         r.startswith("z") for r in info.vector_registers))
-    cmd = [exe, f"-mcpu={mcpu}", f"-mtriple={triple}", *(["-mattr=+sve"] if sve else []),
+    attrs = ["+sve"] if sve else []
+    if info.arch == "aarch64":
+        mns = {i.base_mnemonic for i in info.instructions}
+        attrs += [a for rx, a in _A64_MATTR if any(rx.match(m) for m in mns)]
+        if any(".8h" in i.operands and i.base_mnemonic == "fmla" for i in info.instructions):
+            attrs.append("+fullfp16")
+    cmd = [exe, f"-mcpu={mcpu}", f"-mtriple={triple}",
+           *([f"-mattr={','.join(dict.fromkeys(attrs))}"] if attrs else []),
            f"-iterations={iterations}", "-bottleneck-analysis", "-dispatch-stats",
            "-resource-pressure", "-timeline=false", "-instruction-info=false"]
     res = subprocess.run(cmd, input=src, capture_output=True, text=True, check=False)
     if res.returncode != 0 or "Total Cycles" not in res.stdout:
-        raise RuntimeError(f"llvm-mca failed ({' '.join(cmd)}):\n{res.stderr.strip()}\n"
+        why = ""
+        if "unsupported instruction" in res.stderr:
+            why = (f"llvm-mca {_mca_version(exe)}'s {mcpu} model has no scheduling "
+                   f"information for an instruction of this loop (LLVM 14: SVE SMMLA/UMMLA/"
+                   f"USMMLA and the SME outer products on every model). ")
+        raise RuntimeError(f"{why}llvm-mca failed ({' '.join(cmd)}):\n{res.stderr.strip()}\n"
                            f"input:\n{src}")
     p = _parse_mca(res.stdout)
     cycles = p["total_cycles"] / p["iterations"]

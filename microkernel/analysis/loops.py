@@ -30,6 +30,15 @@ supplement)
     tile's vectors whatever pairs the compiler formed. SVE registers are scalable:
     for SVE FMAs, ``fma_lanes`` and ``flops`` count **vectors** (VL/32 fp32 lanes each;
     the VL is unknown at compile time), and :attr:`LoopInfo.scalable` says so.
+    The typed multiply-adds of the Arm typed ISAs count as FMAs too, each with its
+    multiply-adds as ``fma_lanes`` (32-bit destination lanes x the K elements one lane
+    sums; Arm ARM C7.2 and the SVE/SME supplements): ``sdot``/``udot``/``usdot``/
+    ``sudot`` 4 per lane (16 per 128 bits), ``bfdot`` 2, ``smmla``/``ummla``/``usmmla``
+    32 per 128 bits (a 2x8 by 8x2 block), ``bfmmla`` 16, ``fmlal``/``fmlal2`` one per
+    fp32 lane, fp16 ``fmla v.8h`` 8 lanes; the SME outer products ``fmopa``/``bfmopa``/
+    ``smopa``/``umopa``/``usmopa``/``sumopa`` into a 32-bit ZA tile count one *vector
+    squared* ((VL/32)^2 lanes) times the K elements of a source pair (1 for fp32 sources,
+    2 for 16-bit, 4 for 8-bit), and are scalable.
 
 Errors: :func:`inner_loop` raises ValueError for a listing without a loop.
 """
@@ -53,6 +62,14 @@ _REG_BITS = {"x": 128, "y": 256, "z": 512}
 
 _A64_FMA = {"fmla", "fmls", "fnmla", "fnmls", "fmad", "fmsb", "fnmad", "fnmsb",
             "fmadd", "fmsub", "fnmadd", "fnmsub"}
+#: typed multiply-adds (Arm ARM; see the module docstring): K elements per 32-bit lane
+_A64_TYPED_K = {"sdot": 4, "udot": 4, "usdot": 4, "sudot": 4, "bfdot": 2,
+                "smmla": 8, "ummla": 8, "usmmla": 8, "bfmmla": 4,
+                "fmlal": 1, "fmlal2": 1, "fmlsl": 1, "fmlsl2": 1, "bfmlalb": 1, "bfmlalt": 1}
+#: SME outer products into a ZA tile (K per source pair from the source element size)
+_A64_MOPA = {"fmopa", "fmops", "bfmopa", "bfmops", "smopa", "umopa", "usmopa", "sumopa",
+             "smops", "umops", "usmops", "sumops"}
+_A64_FMA = _A64_FMA | set(_A64_TYPED_K) | _A64_MOPA
 _A64_MUL = {"fmul", "fmulx"}
 _A64_ADD = {"fadd", "fsub"}
 _A64_ARR_RE = re.compile(r"^[vz](\d+)\.(\d*)([bhsdq])$")
@@ -306,15 +323,23 @@ def _count_a64(body: list[Instruction], c: dict, frame_pointer: bool) -> dict:
         mn = ins.base_mnemonic
         ops = split_operands(ins.operands)
         if mn in _A64_FMA | _A64_MUL | _A64_ADD and ops:
-            lanes = _a64_lanes(ops[0])
-            if lanes is None:
+            if mn in _A64_MOPA:                          # a ZA tile: one vector squared
                 extra["scalable"] = True
-                lanes = 1                                # one vector of VL/32 lanes
+                src = re.match(r"^z\d+\.([bhs])$", ops[-1])
+                lanes = {"b": 4, "h": 2, "s": 1}[src.group(1)] if src else 1
+            else:
+                lanes = _a64_lanes(ops[0])
+                if lanes is None:
+                    extra["scalable"] = True
+                    lanes = 1                            # one vector of VL/32 lanes
+                lanes *= _A64_TYPED_K.get(mn, 1)
+                if mn in ("smmla", "ummla", "usmmla", "bfmmla") and not ops[0].startswith("z"):
+                    lanes = 4 * _A64_TYPED_K[mn]         # a 2x2 block of 4 lanes
             if mn in _A64_FMA:
                 c["fmas"] += 1
                 c["fma_lanes"] += lanes
                 c["flops"] += 2 * lanes
-                extra["fma_by_element"] += any(re.search(r"\.[hsd]\[\d+\]$", o) for o in ops)
+                extra["fma_by_element"] += any(re.search(r"\.\d*[bhsd]\[\d+\]$", o) for o in ops)
                 extra["fma_predicated"] += any(re.match(r"^p\d+/[mz]$", o) for o in ops)
             elif mn in _A64_MUL:
                 c["muls"] += 1

@@ -35,6 +35,8 @@ def expected(spec: TileSpec) -> dict:
            "fma_by_element_per_k": None,
            "fma_predicated_per_k": spec.mr * nv if spec.isa == "sve" else None,
            "lanes": spec.info.lanes}
+    if spec.info.form != "fma":
+        out.update(_expected_typed(spec))
     if spec.isa == "neon":
         from ..codegen.arm import _neon_a_groups
         groups = _neon_a_groups(spec.mr)
@@ -45,6 +47,49 @@ def expected(spec: TileSpec) -> dict:
     return out
 
 
+def _kgroup(spec: TileSpec) -> int:
+    from .. import codegen
+    lay = codegen.layout(spec)
+    return max(lay.ga, lay.gb)
+
+
+def _expected_typed(spec: TileSpec) -> dict:
+    """Per K group (the loop's k step) of the Arm typed forms (tile.IsaInfo.form): the
+    multiply-add instructions and their flops in :mod:`.loops`' units (MACs = 32-bit
+    lanes x K per lane; scalable: per vector of VL/32 lanes, SME per vector squared), the
+    loads. See microkernel.codegen.arm_typed, arm_mmla, sme."""
+    from ..codegen.arm import _neon_a_groups
+    from ..codegen.arm_typed import _fp16_a_groups
+    form, mr, nr, nv, g = spec.info.form, spec.mr, spec.nr, spec.vectors_per_row, _kgroup(spec)
+    if form == "dot":
+        groups = _neon_a_groups(mr)
+        return dict(fmas_per_k=mr * nv, flops_per_k=2 * 16 * mr * nv,
+                    vector_loads_per_k=nv + sum(k == "q" for k, _, _ in groups),
+                    scalar_loads_per_k=sum(k == "d" for k, _, _ in groups),
+                    broadcasts_per_k=sum(k == "s" for k, _, _ in groups),
+                    fma_by_element_per_k=nv * sum(r for k, _, r in groups if k != "s"))
+    if form == "mmla":
+        pairs = mr // 2
+        if spec.is_vla:     # 2 nv B vectors; the A row pairs replicated (ld1rq)
+            return dict(fmas_per_k=pairs * 2 * nv, flops_per_k=2 * g * pairs * 2 * nv,
+                        vector_loads_per_k=2 * nv, broadcasts_per_k=pairs,
+                        fma_predicated_per_k=None)
+        return dict(fmas_per_k=pairs * (nr // 2), flops_per_k=2 * 4 * g * pairs * (nr // 2),
+                    vector_loads_per_k=nr // 2 + pairs, broadcasts_per_k=0)
+    if form == "fma16":
+        groups = _fp16_a_groups(mr)
+        wide = 2 if spec.types == "f16" else 1
+        rows_el = sum(r for k, _, r in groups if k != "s")
+        return dict(fmas_per_k=wide * mr * nv, flops_per_k=2 * 8 * mr * nv,
+                    vector_loads_per_k=nv + sum(k == "q" for k, _, _ in groups),
+                    scalar_loads_per_k=sum(k == "d" for k, _, _ in groups),
+                    broadcasts_per_k=sum(k == "s" for k, _, _ in groups),
+                    fma_by_element_per_k=wide * nv * rows_el)
+    # mopa: MR x NR outer products per K group, MR + NR vector loads, predicated
+    return dict(fmas_per_k=mr * nr, flops_per_k=2 * g * mr * nr, vector_loads_per_k=mr + nr,
+                broadcasts_per_k=0, fma_predicated_per_k=mr * nr, b_loads_per_k=nr)
+
+
 def _observed_k_steps(spec: TileSpec, loop: LoopInfo) -> float | None:
     """k steps one loop iteration really does, from its FMA lanes (MR*NR per step);
     differs from ``k_unroll`` when the compiler unrolled or vectorised across k.
@@ -52,7 +97,8 @@ def _observed_k_steps(spec: TileSpec, loop: LoopInfo) -> float | None:
     for SVE (lanes unknown at compile time)."""
     if not loop.fma_lanes or spec.is_vla:
         return None
-    return loop.fma_lanes / (spec.mr * spec.nr)
+    g = _kgroup(spec) if spec.info.form != "fma" else 1
+    return loop.fma_lanes / (spec.mr * spec.nr * g)
 
 
 def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = True,
@@ -101,11 +147,23 @@ def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = Tru
             "used_in_loop": len(loop.vector_registers)},
         "notes": [],
     }
-    if spec.is_vla:
+    if spec.isa == "sme":
+        out["nr_unit"] = "vectors"
+        out["notes"].append(
+            "SME: the streaming vector length is unknown at compile time; MR and NR are "
+            f"vectors ({spec.mr} x {spec.nr} x SVL/32), an outer product counts one vector "
+            "squared ((SVL/32)^2 lanes) times the K elements of a source pair; the loop is "
+            "inline assembly run in streaming mode (codegen/sme.py)")
+    elif spec.is_vla:
         out["nr_unit"] = "vectors"
         out["notes"].append(
             "SVE: the vector length is unknown at compile time; NR, FMA lanes and flops "
             f"are counted in vectors (NR = {spec.vectors_per_row} x VL/32 lanes at run time)")
+    if spec.info.form != "fma":
+        out["notes"].append(
+            f"{spec.isa} {spec.types}: one k step of the counts is one K group of "
+            f"{_kgroup(spec)} (the panels' layout); FMAs are the typed multiply-adds "
+            "(sdot, smmla, bfmmla, fmlal, fmopa ...), their lanes the multiply-adds each does")
     if arch == "aarch64":
         out["notes"].append("aarch64 counts are registers transferred: ldp/stp and "
                             "multi-register ld1/st1 count each register")

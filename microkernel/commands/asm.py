@@ -48,7 +48,8 @@ def _fmt(x, nd=2):
 
 
 _FMA_LINE = {"x86_64": re.compile(r"\tv?f(n)?m(add|sub)"),
-             "aarch64": re.compile(r"\tf(n)?(ml[as]|mad|msb|madd|msub)\b")}
+             "aarch64": re.compile(r"\t(f(n)?(ml[as]|mad|msb|madd|msub)|fmlal2?|[su]dot|usdot|sudot|"
+                                   r"bfdot|[su]mmla|usmmla|bfmmla|b?fmopa|[su]mopa|usmopa|sumopa)\b")}
 
 
 def _print(rep: dict) -> None:

@@ -9,8 +9,8 @@ import argparse
 import json
 import sys
 
-from ..cross import (CUBES, DEFAULT_KERNELS, DEFAULT_VLS, NEON_CPU, CrossError, CrossReport,
-                     CrossToolsMissing, KernelRun, check_specs, cross_validate)
+from ..cross import (CUBES, DEFAULT_KERNELS, DEFAULT_VLS, NEON_CPU, REFUSAL_CPUS, CrossError,
+                     CrossReport, CrossToolsMissing, KernelRun, check_specs, cross_validate)
 from ..tile import TileError
 
 __all__ = ["add_arguments", "run", "main"]
@@ -32,14 +32,19 @@ def _int_list(text: str) -> tuple[int, ...]:
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of ``microkernel cross``."""
     parser.add_argument("--vl", type=_int_list, default=DEFAULT_VLS, metavar="BITS,...",
-                        help="SVE vector lengths in bits (default: "
-                             f"{','.join(map(str, DEFAULT_VLS))}; qemu gets them in bytes)")
+                        help="SVE and SME vector lengths in bits (default: "
+                             f"{','.join(map(str, DEFAULT_VLS))}; qemu gets them in bytes; "
+                             "SME runs at the powers of two only)")
     parser.add_argument("--neon-cpu", default=NEON_CPU, metavar="CPU",
                         help=f"qemu -cpu of the NEON-only run (default {NEON_CPU}; "
                              f"'none' skips it)")
+    parser.add_argument("--no-refusal-cpus", action="store_true",
+                        help="skip the CPUs that lack the typed extensions ("
+                             + ", ".join(f"{c.label}={c.cpu}" for c in REFUSAL_CPUS) + ")")
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS), metavar="NAME,...",
                         help="aarch64 tiles to check, built-in or any legal name such as "
-                             "sve_4x3v or neon_4x16 (default: %(default)s)")
+                             "sve_4x3v, neon_4x16, neondot_s8s8_4x8 or sme_1x4v (default: "
+                             "the built-in aarch64 tiles)")
     parser.add_argument("--quick", action="store_true",
                         help="reduced catalogue: one case per M/N remainder, no 'medium'")
     parser.add_argument("--jobs", type=int, default=None,
@@ -54,10 +59,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def _cell(k: KernelRun | None) -> str:
     if k is None:
         return "-"
+    if k.unproven:
+        return f"[yellow]unproven {k.unproven}[/]"
     if k.cases == 0 and k.refused:
         return f"refused {k.refused}" if not k.failures else "[red]FAIL[/]"
     cell = f"{k.passed}/{k.cases}"
     return cell if not k.failures else f"[red]{cell}[/]"
+
+
+def _tile_cell(k: KernelRun | None, sme: bool) -> str:
+    if k is None or k.nr is None:
+        return "-"
+    return f"{k.mr}x{k.nr}" if sme else str(k.nr)
 
 
 def _print_table(rep: CrossReport) -> None:
@@ -72,20 +85,35 @@ def _print_table(rep: CrossReport) -> None:
         t.add_column(r.label, justify="right")
     t.add_row("requested VL", *[str(r.requested_vl_bits or "-") for r in rep.runs])
     t.add_row("observed VL", *[str(r.observed_vl_bits or "none") for r in rep.runs])
+    t.add_row("requested SVL", *[str(r.requested_svl_bits or "-") for r in rep.runs])
+    t.add_row("observed SVL", *[str(r.observed_svl_bits or "none") for r in rep.runs])
     t.add_row("probe chose", *[r.chosen_isa or "?" for r in rep.runs])
     names = list(dict.fromkeys(k for r in rep.runs for k in r.kernels))
     for name in names:
         t.add_row(name, *[_cell(r.kernels.get(name)) for r in rep.runs])
+    isa = {n: k.isa for r in rep.runs for n, k in r.kernels.items()}
     for name in names:
-        if any(r.kernels[name].isa == "sve" for r in rep.runs if name in r.kernels):
-            t.add_row(f"{name} NR", *[str(r.kernels[name].nr or "-") if name in r.kernels
-                                       else "-" for r in rep.runs])
+        if isa[name] in ("sve", "svei8mm", "svebf16", "sme"):
+            sme = isa[name] == "sme"
+            t.add_row(f"{name} {'MRxNR' if sme else 'NR'}",
+                      *[_tile_cell(r.kernels.get(name), sme) for r in rep.runs])
     t.add_row("status", *["[green]ok[/]" if r.ok else "[red]FAIL[/]" for r in rep.runs])
     console.print(t)
-    console.print("VL in bits, observed = svcntw()*32 inside SVE code; "
-                  "cells: cases passed/executed (edge catalogue + cubes M=N=K in "
-                  f"{{{', '.join(map(str, CUBES))}}}); refused: never executed, the probe "
-                  "did not clear the ISA", highlight=False)
+    console.print("VL in bits, observed = svcntw()*32 inside SVE code; SVL = the streaming "
+                  "VL, RDSVL*8 inside SME code; cells: cases passed/executed (edge catalogue + "
+                  f"cubes M=N=K in {{{', '.join(map(str, CUBES))}}}, in the tile's types: "
+                  "integers bit-exact, fp16/bf16 within the bound on the rounded inputs); "
+                  "refused: never executed, the probe did not clear the ISA or the feature "
+                  "its types need; unproven: executed, but the emulator's instruction is "
+                  "wrong", highlight=False)
+    for name, v in rep.identity.items():
+        verdict = ("[green]identical[/]" if v["identical"] else
+                   "one length: nothing to compare" if v["identical"] is None else
+                   f"[red]differ: {', '.join(v['differ'][:5])}[/]")
+        console.print(f"{name}: C of its {v['cases']} same_* cases at "
+                      f"{', '.join(v['lengths'])}: {verdict}", highlight=False)
+    for d in rep.emulator_defects:
+        console.print(f"[yellow]emulator: {d}[/]", highlight=False)
     console.print("qemu -cpu: " + "; ".join(f"{r.label}={r.cpu}" for r in rep.runs),
                   highlight=False)
     for r in rep.runs:
@@ -98,9 +126,8 @@ def _print_table(rep: CrossReport) -> None:
             if len(k.failures) > 10:
                 console.print(f"[red]{r.label} {k.kernel}: {len(k.failures) - 10} more failures[/]")
     for r in rep.runs:
-        if r.forced_sve_error:
-            console.print(f"{r.label}: MICROKERNEL_ISA=sve -> {r.forced_sve_error}",
-                          highlight=False)
+        for isa_, msg in r.forced_errors.items():
+            console.print(f"{r.label}: MICROKERNEL_ISA={isa_} -> {msg}", highlight=False)
     console.print("[green]PASS[/]" if rep.ok else "[red]FAIL[/]")
 
 
@@ -110,8 +137,10 @@ def run(args: argparse.Namespace) -> int:
     neon_cpu = None if str(args.neon_cpu).lower() in ("", "none", "off") else args.neon_cpu
     try:
         specs = check_specs([s.strip() for s in args.kernels.split(",") if s.strip()])
-        rep = cross_validate(specs, args.vl, neon_cpu, quick=args.quick, jobs=args.jobs,
-                             seed=args.seed, timeout=args.timeout)
+        rep = cross_validate(specs, args.vl, neon_cpu,
+                             refusal=not getattr(args, "no_refusal_cpus", False),
+                             quick=args.quick, jobs=args.jobs, seed=args.seed,
+                             timeout=args.timeout)
     except (CrossToolsMissing, CrossError, TileError, ValueError) as exc:
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, "error": str(exc)}))

@@ -32,6 +32,14 @@ must be untouched; the harness also surrounds every buffer with red zones and
 reports a write outside them per case. The driver object is built with -fopenmp
 (libgomp linked statically), so the two-thread cases run an OpenMP team under qemu.
 
+Typed tiles (issue 22: neondot, neoni8mm, neonbf16, neonfp16, svei8mm, svebf16, sme)
+take the same path with one driver object per panel layout and buffers of their element
+types on the wire; integers are compared exactly, fp16/bf16 within the bound of their
+types on the rounded inputs. SVE and SME run at the same length on qemu's ``max`` CPU
+(``sme_fa64=off``), and further CPUs lack each extension (cortex-a76, a64fx,
+``max,sme=off``): there the tiles must come back refused and forcing their ISA must be a
+clear error. :mod:`.configs` holds the CPUs and the cases.
+
 Modules: :mod:`.tools` (finding the cross compiler, objdump and qemu; the apt
 packages), :mod:`.harness` (sources, glue, kernel list, cached build), :mod:`.wire`
 (the binary case format shared with c_src/harness.c), :mod:`.run` (qemu runs and
@@ -44,17 +52,19 @@ from __future__ import annotations
 from ..tile import TileError
 from .harness import (AARCH64_ISAS, BASE_CFLAGS, DEFAULT_KERNELS, build_harness,
                       check_specs, harness_sources)
+from .configs import REFUSAL_CPUS, identity_cases, vector_bits_for
 from .run import (CUBES, DEFAULT_VLS, NEON_CPU, CpuConfig, CrossReport, KernelRun,
-                  RunReport, cases_for, cpu_configs, cross_validate, run_config)
+                  RunReport, cases_for, cpu_configs, cross_validate, identity, run_config)
 from .tools import (APT_PACKAGES, ASM_APT_PACKAGES, AsmTools, CrossError, CrossToolsMissing,
                     Tools, find_asm_tools, find_tools)
-from .wire import ST_OK, ST_OUTSIDE, ST_REFUSED, ST_UNKNOWN
+from .wire import ST_OK, ST_OUTSIDE, ST_REFUSED, ST_TYPES, ST_UNKNOWN
 
 __all__ = [
     "CrossToolsMissing", "CrossError", "Tools", "AsmTools", "CpuConfig", "KernelRun",
     "RunReport", "CrossReport", "APT_PACKAGES", "ASM_APT_PACKAGES", "DEFAULT_VLS",
     "NEON_CPU", "CUBES", "DEFAULT_KERNELS", "AARCH64_ISAS", "BASE_CFLAGS", "find_tools",
     "find_asm_tools", "build_harness", "harness_sources", "check_specs", "cpu_configs",
-    "run_config", "cross_validate", "cases_for", "TileError",
-    "ST_OK", "ST_REFUSED", "ST_UNKNOWN", "ST_OUTSIDE",
+    "run_config", "cross_validate", "cases_for", "TileError", "REFUSAL_CPUS",
+    "identity_cases", "vector_bits_for", "identity",
+    "ST_OK", "ST_REFUSED", "ST_UNKNOWN", "ST_OUTSIDE", "ST_TYPES",
 ]

@@ -1,15 +1,18 @@
 """Running the harness under qemu-aarch64 and checking what comes back.
 
-Each :class:`CpuConfig` is one emulated CPU: ``-cpu max,sve-default-vector-length=B``
-(B in BYTES, for SVE at 128..2048 bits) or a NEON-only CPU (``cortex-a72``). Per
-configuration, every kernel gets the edge catalogue of
-:func:`microkernel.validate.catalogue` at that vector length plus the cubes
-M = N = K in :data:`CUBES`; results are checked against the float64 reference and
-element-wise bound of :func:`microkernel.validate.reference` and the guard elements
-(:func:`microkernel.validate.check`). On a CPU without SVE, the SVE kernels' cases
-must come back refused (never executed, C untouched) and ``MICROKERNEL_ISA=sve``
-must be a clear error (exit 2). The probe's choice and the vector length the SVE
-code itself observes are checked against the configuration.
+Per emulated CPU (:class:`~microkernel.cross.configs.CpuConfig`), every kernel that must
+run there gets the edge catalogue of :func:`microkernel.validate.catalogue` at its
+run-time MR and NR (its types, its K group) plus the cubes M = N = K in :data:`CUBES`
+(:func:`~microkernel.cross.configs.cases_for`); results are checked against the typed
+reference of :func:`microkernel.validate.reference` (float64 from the rounded inputs
+with the element-wise bound of the types; exact int64 arithmetic wrapped to int32 for
+integers: bit-exact) and the guard elements (:func:`microkernel.validate.check`). A
+kernel whose ISA or feature the CPU lacks must come back refused (never executed, C
+untouched), and ``MICROKERNEL_ISA=<isa>`` must be a clear error (exit 2) for every ISA
+of the selection the CPU lacks. The probe's ISAs, its choice, the VL the SVE code
+observes and the streaming VL the SME code observes are checked against the
+configuration; an SME kernel's ``same_*`` cases must give bit-identical C at every
+streaming length (:attr:`CrossReport.identity`).
 
 Emulated timings are not performance numbers: nothing here reports one.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import hashlib
 import os
 import pathlib
 import subprocess
@@ -24,119 +28,120 @@ import subprocess
 import numpy as np
 
 from . import wire
+from .configs import (CUBES, DEFAULT_VLS, NEON_CPU, REFUSAL_CPUS, CpuConfig, case_seed,
+                      cases_for, cpu_configs, vector_bits_for)
 from .harness import DEFAULT_KERNELS, build_harness, check_specs
 from .tools import Tools, find_tools
 
-__all__ = ["DEFAULT_VLS", "NEON_CPU", "CUBES", "CpuConfig", "KernelRun", "RunReport",
-           "CrossReport", "cpu_configs", "cases_for", "run_config", "cross_validate"]
-
-#: SVE vector lengths (bits) run by default; qemu takes them in BYTES
-DEFAULT_VLS = (128, 256, 512, 1024, 2048)
-#: the NEON-only CPU (SVE instructions SIGILL there)
-NEON_CPU = "cortex-a72"
-#: M = N = K cube shapes, non-multiples of every MR, NR and VL
-CUBES = (1, 7, 37, 129)
-
-
-@dataclasses.dataclass(frozen=True)
-class CpuConfig:
-    """One emulated CPU: ``label`` ('sve-512' or 'neon-only'), qemu's -cpu value,
-    the SVE VL it requests (None: no SVE) and the ISA the probe must choose."""
-    label: str
-    cpu: str
-    vector_bits: int | None
-    expect_isa: str
-
-
-def cpu_configs(vls=DEFAULT_VLS, neon_cpu: str | None = NEON_CPU) -> list[CpuConfig]:
-    """One config per SVE vector length in ``vls`` (bits) and, unless ``neon_cpu`` is
-    None, the NEON-only CPU. Raises ValueError for a VL that is not a multiple of 128
-    in 128..2048."""
-    out = []
-    for bits in vls:
-        if bits % 128 or not 128 <= bits <= 2048:
-            raise ValueError(f"SVE vector length {bits} bits: must be a multiple of 128 "
-                             f"in 128..2048")
-        out.append(CpuConfig(f"sve-{bits}", f"max,sve-default-vector-length={bits // 8}",
-                             bits, "sve"))
-    if neon_cpu:
-        out.append(CpuConfig("neon-only", neon_cpu, None, "neon"))
-    return out
+__all__ = ["DEFAULT_VLS", "NEON_CPU", "CUBES", "REFUSAL_CPUS", "CpuConfig", "KernelRun",
+           "RunReport", "CrossReport", "cpu_configs", "cases_for", "run_config",
+           "cross_validate", "identity", "SMOPA_DEFECT"]
 
 
 @dataclasses.dataclass
 class KernelRun:
     """One kernel on one CPU: cases executed (and how many passed), cases refused
-    (expected for SVE on a NEON-only CPU), its run-time NR, and failures."""
+    (expected where its ISA or feature is missing), its run-time MR and NR, failures,
+    and the SHA-256 of C per ``same_*`` case (the identity check across lengths)."""
     kernel: str
     isa: str
+    types: str = "f32"
     nr: int | None = None
+    mr: int | None = None
     cases: int = 0
     passed: int = 0
     refused: int = 0
+    #: cases executed but not checkable: the emulator's instruction is wrong (qemu 7.2's
+    #: 32-bit SMOPA, see SMOPA_DEFECT); never counted as passed
+    unproven: int = 0
     failures: list = dataclasses.field(default_factory=list)
+    digests: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
 class RunReport:
-    """One emulated CPU's run: what the probe said and chose, the VL the SVE code
-    observed, each kernel's :class:`KernelRun`, and errors of the run itself."""
+    """One emulated CPU's run: what the probe said and chose, the VLs the SVE and SME
+    code observed, each kernel's :class:`KernelRun`, the messages of the forced
+    uncleared ISAs, and errors of the run itself."""
     label: str
     cpu: str
     requested_vl_bits: int | None
+    requested_svl_bits: int | None = None
     observed_vl_bits: int | None = None
+    observed_svl_bits: int | None = None
     probe_vl_bits: int | None = None
+    probe_svl_bits: int | None = None
     probe_isas: list = dataclasses.field(default_factory=list)
+    probe_features: dict = dataclasses.field(default_factory=dict)
     chosen_isa: str | None = None
     expected_isa: str | None = None
-    forced_sve_error: str | None = None
+    forced_errors: dict = dataclasses.field(default_factory=dict)
     kernels: dict = dataclasses.field(default_factory=dict)
     errors: list = dataclasses.field(default_factory=list)
+    #: what the emulator itself gets wrong (its known-answer checks), with what it leaves
+    #: unproven
+    emulator_defects: list = dataclasses.field(default_factory=list)
+
+    @property
+    def unproven(self) -> int:
+        return sum(k.unproven for k in self.kernels.values())
+
+    @property
+    def forced_sve_error(self) -> str | None:
+        """The message of ``MICROKERNEL_ISA=sve`` on a CPU without SVE (None elsewhere)."""
+        return self.forced_errors.get("sve")
 
     @property
     def ok(self) -> bool:
-        return not self.errors and all(not k.failures for k in self.kernels.values())
+        """No error, no failure, and nothing left unproven."""
+        return (not self.errors and not self.unproven
+                and all(not k.failures for k in self.kernels.values()))
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["ok"] = self.ok
+        d["forced_sve_error"] = self.forced_sve_error
+        for k in d["kernels"].values():
+            k.pop("digests", None)
         return d
 
 
 @dataclasses.dataclass
 class CrossReport:
-    """Every run of one ``cross_validate``: the harness binary, the tools' versions."""
+    """Every run of one ``cross_validate``: the harness binary, the tools' versions, and
+    per SME kernel whether its ``same_*`` cases gave identical C at every streaming
+    length it ran at (``identity``: kernel -> dict(lengths, cases, identical, differ))."""
     harness: str
     cc: str
     qemu: str
     quick: bool
     runs: list
+    identity: dict = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return bool(self.runs) and all(r.ok for r in self.runs)
+        return (bool(self.runs) and all(r.ok for r in self.runs)
+                and all(v["identical"] is not False for v in self.identity.values()))
+
+    @property
+    def emulator_defects(self) -> list[str]:
+        return list(dict.fromkeys(d for r in self.runs for d in r.emulator_defects))
 
     def to_dict(self) -> dict:
         return {"ok": self.ok, "harness": self.harness, "cc": self.cc, "qemu": self.qemu,
                 "quick": self.quick, "error_bound": "c*(K+2)*u*(|alpha||A||B|+|beta||C0|), "
-                "u=2**-24, c=validate.C_BOUND",
+                "u = the accumulation's unit roundoff (2**-24 fp32, 2**-11 fp16), "
+                "c=validate.C_BOUND, on the rounded inputs; integers exact",
                 "note": "qemu emulation: correctness only, no timings",
+                "identity": self.identity, "emulator_defects": self.emulator_defects,
                 "runs": [r.to_dict() for r in self.runs]}
 
 
-def cases_for(spec, vector_bits: int | None, *, quick: bool = False):
-    """The catalogue for ``spec`` at ``vector_bits`` (SVE) plus the cubes, with the
-    blocking the harness uses (model fallback: the emulated CPU's caches are unknown,
-    qemu-user shows the host's sysfs)."""
-    from ..blocking import FALLBACK
-    from ..validate import Case, catalogue
-    nr = spec.nr_at(vector_bits if spec.is_vla else None)
-    cases = list(catalogue(spec.mr, nr, spec.k_unroll, FALLBACK.kc, quick=quick))
-    for s in CUBES:
-        alpha, beta = {1: (1.0, 0.0), 7: (1.5, -0.5), 37: (-0.75, 0.5), 129: (1.25, 1.0)}[s]
-        cases.append(Case(f"cube{s}", s, s, s, alpha=alpha, beta=beta,
-                          c_layout="f" if s == 37 else "c"))
-    return cases
+#: the emulator defect the harness's known answer detects (c_src/harness.c,
+#: mk_harness_smopa32_ok)
+SMOPA_DEFECT = ("this qemu computes the 32-bit integer outer products (SMOPA, UMOPA, USMOPA) "
+                "wrong: qemu's fix \"target/arm: Fix 32-bit SMOPA\" (March 2024, qemu gitlab "
+                "issue 2083) is not in it, so integer SME tiles cannot be proven here")
 
 
 def _env(forced: str | None = None) -> dict:
@@ -153,26 +158,30 @@ def run_config(harness: pathlib.Path, tools: Tools, config: CpuConfig, specs, *,
     """Run every kernel's cases on one emulated CPU; check them; return the report.
 
     ``cases_fn(spec, vector_bits) -> list[validate.Case]`` replaces the default
-    cases (:func:`cases_for`). Problems are recorded in the report, never raised
-    (except TileError from :func:`microkernel.cross.harness.check_specs`)."""
+    cases (:func:`cases_for`; vector_bits: the SME streaming VL for sme tiles, the SVE
+    VL otherwise). Problems are recorded in the report, never raised (except TileError
+    from :func:`microkernel.cross.harness.check_specs`)."""
     from ..blocking import FALLBACK
     specs = check_specs(specs)
-    rep = RunReport(config.label, config.cpu, config.vector_bits, expected_isa=config.expect_isa)
+    rep = RunReport(config.label, config.cpu, config.vector_bits, config.sme_bits,
+                    expected_isa=config.expect_isa)
     qemu = [tools.qemu, "-cpu", config.cpu, str(harness)]
     # build the cases first: which kernels this CPU must run, which it must refuse
     prepared, blobs = [], []
     blocking = (FALLBACK.kc, FALLBACK.mc, FALLBACK.nc)
     for spec in specs:
-        rep.kernels[spec.name] = KernelRun(spec.name, spec.isa)
-        refuse = spec.isa == "sve" and config.vector_bits is None
-        if refuse:      # a NEON-only CPU: a few SVE cases that must come back refused
+        rep.kernels[spec.name] = KernelRun(spec.name, spec.isa, spec.types)
+        refuse = not config.runs(spec)
+        bits = vector_bits_for(spec, config)
+        if refuse:      # a few cases that must come back refused
             cases = [c for c in cases_for(spec, 128, quick=True) if c.label in ("one", "cube7")]
         elif cases_fn is not None:
-            cases = list(cases_fn(spec, config.vector_bits))
+            cases = list(cases_fn(spec, bits))
         else:
-            cases = cases_for(spec, config.vector_bits, quick=quick)
+            cases = cases_for(spec, bits, quick=quick)
         for i, case in enumerate(cases):
-            p, blob = wire.prepare(spec.name, case, seed + i, refuse, blocking)
+            cs = case_seed(seed, case.label) if case.label.startswith("same_") else seed + i
+            p, blob = wire.prepare(spec.name, case, cs, refuse, blocking, spec.types)
             prepared.append(p)
             blobs.append(blob)
     try:
@@ -187,26 +196,37 @@ def run_config(harness: pathlib.Path, tools: Tools, config: CpuConfig, specs, *,
         rep.errors.append(f"harness exit {res.returncode} under `{' '.join(qemu[:3])}`: "
                           f"{res.stderr.decode(errors='replace').strip()[-600:]}")
         return rep
-    results = list(wire.read_results(res.stdout, pos, len(prepared)))
+    info = wire.parse_info(head)
+    unprovable = set()
+    if info.get("smopa32_ok") is False:
+        unprovable = {s.name for s in specs if s.isa == "sme" and s.gemm_types.integer}
+        rep.emulator_defects.append(SMOPA_DEFECT + (f": {', '.join(sorted(unprovable))} "
+                                                    f"unproven" if unprovable else ""))
+    results = list(wire.read_results(res.stdout, pos, [p.c_flat.dtype for p in prepared]))
     for p, (status, got) in zip(prepared, results):
+        if p.kernel in unprovable and not p.expect_refused:
+            rep.kernels[p.kernel].unproven += 1
+            continue
         _check_case(rep.kernels[p.kernel], p, status, got)
     if len(results) < len(prepared):
         p = prepared[len(results)]
         rep.errors.append(f"truncated results at {p.kernel}/{p.case.label}")
-    # MICROKERNEL_ISA=sve on a CPU without SVE must be a clear error, not SIGILL
-    if config.vector_bits is None:
+    # forcing an ISA this CPU lacks must be a clear error, never SIGILL
+    for isa in dict.fromkeys(s.isa for s in specs):
+        if isa in config.isas:
+            continue
         r2 = subprocess.run([*qemu, "--info"], capture_output=True, timeout=60,
-                            env=_env("sve"))
+                            env=_env(isa))
         msg = r2.stderr.decode(errors="replace").strip()
-        rep.forced_sve_error = msg
-        if r2.returncode != 2 or "MICROKERNEL_ISA=sve" not in msg:
-            rep.errors.append(f"MICROKERNEL_ISA=sve on {config.cpu}: expected a clear error "
+        rep.forced_errors[isa] = msg
+        if r2.returncode != 2 or f"MICROKERNEL_ISA={isa}" not in msg or "cannot run" not in msg:
+            rep.errors.append(f"MICROKERNEL_ISA={isa} on {config.cpu}: expected a clear error "
                               f"(exit 2), got exit {r2.returncode}: {msg[-300:]}")
-    for kr in rep.kernels.values():
-        should_run = not (kr.isa == "sve" and config.vector_bits is None)
-        if should_run and kr.cases == 0:
+    for spec in specs:
+        kr = rep.kernels[spec.name]
+        if config.runs(spec) and kr.cases == 0 and not kr.unproven:
             rep.errors.append(f"{kr.kernel} executed zero cases on {config.label}")
-        if not should_run and kr.refused == 0:
+        if not config.runs(spec) and kr.refused == 0:
             rep.errors.append(f"{kr.kernel}: no case was refused on {config.label}")
     return rep
 
@@ -217,13 +237,23 @@ def _check_info(rep: RunReport, info: dict, config: CpuConfig, specs) -> None:
         rep.errors.append("harness printed no probe line")
         return
     rep.probe_isas = info.get("isas", [])
+    rep.probe_features = info.get("features", {})
     rep.chosen_isa = info.get("chosen")
     rep.observed_vl_bits = info.get("observed")
+    rep.observed_svl_bits = info.get("observed_svl")
     rep.probe_vl_bits = int(probe.get("sve_bits", 0)) or None
+    rep.probe_svl_bits = int(probe.get("sme_bits", 0)) or None
     if probe.get("arch") != "aarch64":
         rep.errors.append(f"probe arch {probe.get('arch')!r}, expected aarch64")
     if rep.chosen_isa != config.expect_isa:
         rep.errors.append(f"probe chose {rep.chosen_isa!r}, expected {config.expect_isa!r}")
+    if tuple(rep.probe_isas) != config.isas:
+        rep.errors.append(f"probe cleared {','.join(rep.probe_isas)}, expected "
+                          f"{','.join(config.isas)}")
+    for feat in sorted({s.feature for s in specs if s.feature}):
+        if rep.probe_features.get(feat, False) != (feat in config.features):
+            rep.errors.append(f"probe feature {feat}={int(rep.probe_features.get(feat, 0))}, "
+                              f"expected {int(feat in config.features)}")
     if config.vector_bits is not None:
         if rep.observed_vl_bits != config.vector_bits:
             rep.errors.append(f"SVE code observed VL {rep.observed_vl_bits} bits, "
@@ -231,28 +261,44 @@ def _check_info(rep: RunReport, info: dict, config: CpuConfig, specs) -> None:
         if rep.probe_vl_bits != config.vector_bits:
             rep.errors.append(f"probe reported VL {rep.probe_vl_bits} bits, "
                               f"requested {config.vector_bits}")
-    else:
-        if "sve" in rep.probe_isas or rep.observed_vl_bits is not None:
-            rep.errors.append(f"{config.cpu} has no SVE but the probe cleared it")
+    elif "sve" in rep.probe_isas or rep.observed_vl_bits is not None:
+        rep.errors.append(f"{config.cpu} has no SVE but the probe cleared it")
+    if config.sme_bits is not None:
+        if rep.observed_svl_bits != config.sme_bits:
+            rep.errors.append(f"SME code observed SVL {rep.observed_svl_bits} bits, "
+                              f"requested {config.sme_bits}")
+        if rep.probe_svl_bits != config.sme_bits:
+            rep.errors.append(f"probe reported SVL {rep.probe_svl_bits} bits, "
+                              f"requested {config.sme_bits}")
+    elif "sme" in rep.probe_isas or rep.observed_svl_bits is not None:
+        rep.errors.append(f"{config.cpu} has no SME but the probe cleared it")
     for spec in specs:
         kinfo = info["kernels"].get(spec.name)
         kr = rep.kernels[spec.name]
         if kinfo is None:
             rep.errors.append(f"{spec.name} is missing from the harness")
             continue
+        if (kinfo.get("runnable") == "1") != config.runs(spec):
+            rep.errors.append(f"{spec.name}: the harness says runnable={kinfo.get('runnable')}"
+                              f" on {config.label}, expected {int(config.runs(spec))}")
+        if kinfo.get("types", "f32") != spec.types:
+            rep.errors.append(f"{spec.name}: the harness has types {kinfo.get('types')}")
         if kinfo.get("runnable") == "1":
-            kr.nr = int(kinfo["nr"])
-            bits = config.vector_bits if spec.is_vla else None
-            want = spec.nr_at(bits) if (bits or not spec.is_vla) else None
-            if want is not None and kr.nr != want:
-                rep.errors.append(f"{spec.name}: run-time NR {kr.nr}, expected {want}")
+            kr.nr, kr.mr = int(kinfo["nr"]), int(kinfo["mr"])
+            bits = vector_bits_for(spec, config)
+            if not spec.is_vla or bits:
+                want = (spec.mr_at(bits), spec.nr_at(bits))
+                if (kr.mr, kr.nr) != want:
+                    rep.errors.append(f"{spec.name}: run-time MR x NR {kr.mr} x {kr.nr}, "
+                                      f"expected {want[0]} x {want[1]}")
 
 
 def _check_case(kr: KernelRun, p: wire.Prepared, status: int, got: np.ndarray) -> None:
     from ..validate import check, reference
     label = p.case.label
+    floats = p.c_sent.dtype.kind == "f"
     if p.expect_refused:
-        if status == wire.ST_REFUSED and np.array_equal(got, p.c_sent, equal_nan=True):
+        if status == wire.ST_REFUSED and np.array_equal(got, p.c_sent, equal_nan=floats):
             kr.refused += 1
         else:
             kr.failures.append({"case": label, "detail": f"expected refusal, got status {status}"})
@@ -261,7 +307,8 @@ def _check_case(kr: KernelRun, p: wire.Prepared, status: int, got: np.ndarray) -
     if status != wire.ST_OK:
         what = {wire.ST_REFUSED: "refused (ISA not cleared)",
                 wire.ST_UNKNOWN: "unknown kernel",
-                wire.ST_OUTSIDE: "wrote outside the A/B/C buffers (harness red zone)"}.get(
+                wire.ST_OUTSIDE: "wrote outside the A/B/C buffers (harness red zone)",
+                wire.ST_TYPES: "the harness's types or element sizes differ"}.get(
             status, f"driver status {status}")
         kr.failures.append({"case": label, "detail": what})
         return
@@ -269,7 +316,9 @@ def _check_case(kr: KernelRun, p: wire.Prepared, status: int, got: np.ndarray) -
         kr.failures.append({"case": label, "detail": "C buffer size changed"})
         return
     p.c_flat[...] = got
-    C_ref, bound = reference(p.A, p.B, p.C0, p.case.alpha, p.case.beta)
+    if label.startswith("same_"):
+        kr.digests[label] = hashlib.sha256(np.ascontiguousarray(p.C).tobytes()).hexdigest()
+    C_ref, bound = reference(p.A, p.B, p.C0, p.case.alpha, p.case.beta, p.types)
     ok, ratio, guard_ok, detail = check(p.C, C_ref, bound, p.base_c, p.mask_c)
     if ok:
         kr.passed += 1
@@ -279,20 +328,43 @@ def _check_case(kr: KernelRun, p: wire.Prepared, status: int, got: np.ndarray) -
                             "detail": detail})
 
 
+def identity(runs) -> dict:
+    """Per kernel with ``same_*`` cases: whether C was bit-identical for each of them
+    at every length it ran at (dict(lengths=[label...], cases, identical, differ);
+    identical is None with fewer than two lengths)."""
+    out: dict = {}
+    for r in runs:
+        for name, k in r.kernels.items():
+            if k.digests:
+                out.setdefault(name, {})[r.label] = k.digests
+    res = {}
+    for name, per_run in out.items():
+        labels = sorted(set().union(*(d.keys() for d in per_run.values())))
+        differ = [lab for lab in labels
+                  if len({d.get(lab) for d in per_run.values()}) != 1]
+        # None: fewer than two lengths ran, nothing to compare
+        res[name] = {"lengths": list(per_run), "cases": len(labels),
+                     "identical": (not differ) if len(per_run) >= 2 else None,
+                     "differ": differ}
+    return res
+
+
 def cross_validate(specs=DEFAULT_KERNELS, vls=DEFAULT_VLS, neon_cpu: str | None = NEON_CPU,
-                   *, quick: bool = False, jobs: int | None = None, seed: int = 0,
-                   timeout: float = 600.0, tools: Tools | None = None,
+                   *, refusal: bool = True, quick: bool = False, jobs: int | None = None,
+                   seed: int = 0, timeout: float = 600.0, tools: Tools | None = None,
                    cases_fn=None) -> CrossReport:
-    """Build the harness and run it on every CPU config (in parallel, ``jobs``
-    qemu processes at a time). ``cases_fn`` as for :func:`run_config`.
+    """Build the harness and run it on every CPU config (:func:`cpu_configs`: the VLs,
+    the NEON-only CPU, with ``refusal`` the CPUs that refuse the typed ISAs), in
+    parallel, ``jobs`` qemu processes at a time. ``cases_fn`` as for :func:`run_config`.
     Raises TileError, ValueError (a bad VL), CrossToolsMissing or CrossError."""
     specs = check_specs(specs)
     tools = tools or find_tools()
     harness = build_harness(specs, tools)
-    configs = cpu_configs(vls, neon_cpu)
+    configs = cpu_configs(vls, neon_cpu, refusal)
     jobs = max(1, jobs or min(len(configs), os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         runs = list(pool.map(lambda c: run_config(harness, tools, c, specs, quick=quick,
                                                   seed=seed, timeout=timeout,
                                                   cases_fn=cases_fn), configs))
-    return CrossReport(str(harness), tools.cc_version, tools.qemu_version, quick, runs)
+    return CrossReport(str(harness), tools.cc_version, tools.qemu_version, quick, runs,
+                       identity(runs))
