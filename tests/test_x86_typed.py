@@ -339,3 +339,32 @@ def test_sweep_dtype_picks_the_types_isa_and_predicts_amx(capsys):
         out = capsys.readouterr().out
         assert "PREDICTED" in out and "amx_u8s8_32x32" in out
     assert main(["sweep", "--dtype", "f16h", "--isa", "avx2"]) == 2
+
+
+@pytest.mark.skipif(not IS_X86, reason="x86-64 host")
+def test_qemu_max_cpu_has_none_of_the_new_isas():
+    """QEMU's TCG emulates x86 up to AVX2 (QEMU 7.2 here): ``-cpu max`` reports no
+    AVX-512 and no AMX, so the new tiles cannot run under emulation on this machine
+    (their instructions run only emulated in C, tests/test_x86_emulated.py, and on the
+    device). Under it the probe refuses them as on the host, with no SIGILL."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    qemu = shutil.which("qemu-x86_64")
+    if qemu is None:
+        pytest.skip("qemu-x86_64 not found (Debian: qemu-user)")
+    script = ("import json, microkernel as mk\n"
+              "from microkernel.dispatch import IsaUnavailableError\n"
+              "out = {'isas': list(mk.probe().isas), 'refused': []}\n"
+              "for n in ('amx_bf16_32x32', 'avx512bf16_8x32', 'avx512fp16_8x64',\n"
+              "          'avx512vnni_u8s8_8x32'):\n"
+              "    try:\n        mk.get_kernel(n)\n"
+              "    except IsaUnavailableError:\n        out['refused'].append(n)\n"
+              "print('RESULT', json.dumps(out))\n")
+    res = subprocess.run([qemu, "-cpu", "max", sys.executable, "-c", script],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.split("RESULT ", 1)[1])
+    assert not set(got["isas"]) & {"avx512", *NEW}
+    assert len(got["refused"]) == 4
