@@ -635,18 +635,40 @@ static inline int64_t mk_panel_width(int64_t jp, int64_t w0, int64_t nr, int64_t
     return w0 > 0 && jp == 0 ? w0 : mk_min(nr, nc - mk_panel_col(jp, w0, nr));
 }
 
-/* The five loops of one GEMM (or of one thread's slice of it), serial, with its own
- * packing buffers. */
+/* Where a thread stands in a team (the shared-B decomposition below): thread t of nt,
+ * at row ti of tm and column tj of tn of the team's grid over each C block. A lone
+ * thread, or one running its own slice, is {0, 1, 0, 1, 0, 1}. */
+typedef struct {
+    int t, nt, ti, tm, tj, tn;
+} mk_team_pos;
+
+static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1};
+
+/* The five loops of one GEMM, or of one thread's part of it.
+ *
+ * Alone (tp->nt == 1): serial, with its own packing buffers (also each thread of the
+ * slice decomposition, on its slice).
+ * In a team (tp->nt > 1; BLIS's jc-pc-shared, ic and jr ways, Smith et al., "Anatomy
+ * of High-Performance Many-Threaded Matrix Multiplication", IPDPS 2014): every thread
+ * runs the jc and pc loops; the KC x NC block of B is packed by the whole team into
+ * the shared b_pack (each thread some of its NR panels, between two barriers: the
+ * block is free before it is overwritten, and complete before it is read); then each
+ * thread takes its rows (a contiguous range of MR panels, row ti of tm) and its
+ * columns (a contiguous range of NR panels of the block, column tj of tn), packs its
+ * own A blocks and runs the jr and ir loops on them. In a team each B panel is
+ * MK_PACK_SLACK floats longer (b_stride), so that one thread's packing overrun never
+ * lands in another's panel. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                      int64_t mc_blk, int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
                      const MK_SA *a, int64_t rs_a, int64_t cs_a,
                      const MK_SB *b, int64_t rs_b, int64_t cs_b, MK_TC beta,
                      MK_TC *c, int64_t rs_c, int64_t cs_c,
-                     MK_TA *a_pack, MK_TB *b_pack, MK_TC *edge)
+                     MK_TA *a_pack, MK_TB *b_pack, MK_TC *edge, const mk_team_pos *tp)
 {
     const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
     const MK_TC one = 1;
     MK_THREAD_SETUP();
+    const int team = tp->nt > 1;
     /* lead: columns of C before its first MK_C_ALIGN boundary (see MK_C_ALIGN); they
      * form a narrow first panel (w0 wide) of the first NC block */
     int64_t lead = 0;
@@ -658,42 +680,68 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
             lead = 0;
     }
 #endif
+    /* this thread's rows: MR panels [P*ti/tm, P*(ti+1)/tm) of the P of C */
+    const int64_t P = (m + mr - 1) / mr;
+    const int64_t r0 = mk_min(m, P * tp->ti / tp->tm * mr);
+    const int64_t r1 = mk_min(m, P * (tp->ti + 1) / tp->tm * mr);
+    const int64_t mcb = team ? mk_balance(r1 - r0 > 0 ? r1 - r0 : 1, mc_blk, mr) : mc_blk;
     for (int64_t jc = 0; jc < n;) {
         const int64_t w0 = jc == 0 ? lead : 0;
         const int64_t nc = mk_min(w0 + nc_blk, n - jc);
         const int64_t npanels = (w0 > 0) + (nc - w0 + nr - 1) / nr;
+        const int64_t q0 = npanels * tp->tj / tp->tn, q1 = npanels * (tp->tj + 1) / tp->tn;
         for (int64_t pc = 0; pc < k; pc += kc_blk) {
             const int64_t kc = mk_min(kc_blk, k - pc);
             const MK_TC *beta_p = pc == 0 ? &beta : &one;
 #if MK_TYPED
             /* the micro-kernel's depth: kc padded to the K group with zeros */
             const int64_t kcp = mk_round_up(kc, MK_G);
-            if (w0 > 0)
-                mk_pack_b(w0, kc, kcp, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
-            mk_pack_b(nc - w0, kc, kcp, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
-                      b_pack + (w0 > 0 ? nr * kcp : 0));
 #else
             const int64_t kcp = kc;
-            if (w0 > 0)
-                mk_pack_block(w0, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
-            mk_pack_block(nc - w0, kc, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
-                          b_pack + (w0 > 0 ? nr * kc : 0));
 #endif
-            for (int64_t ic = 0; ic < m; ic += mc_blk) {
-                const int64_t mc = mk_min(mc_blk, m - ic);
+            const int64_t b_stride = team ? mk_round_up(nr * kcp + MK_PACK_SLACK, 16) : nr * kcp;
+            if (team) {
+                /* the team packs the block: thread t its share of the panels */
+#pragma omp barrier
+                for (int64_t jp = npanels * tp->t / tp->nt; jp < npanels * (tp->t + 1) / tp->nt; ++jp) {
+                    const int64_t j = mk_panel_col(jp, w0, nr);
+#if MK_TYPED
+                    mk_pack_b(mk_panel_width(jp, w0, nr, nc), kc, kcp, b + pc * rs_b + (jc + j) * cs_b,
+                              cs_b, rs_b, nr, b_pack + jp * b_stride);
+#else
+                    mk_pack_block(mk_panel_width(jp, w0, nr, nc), kc, b + pc * rs_b + (jc + j) * cs_b,
+                                  cs_b, rs_b, nr, b_pack + jp * b_stride);
+#endif
+                }
+#pragma omp barrier
+            } else {
+#if MK_TYPED
+                if (w0 > 0)
+                    mk_pack_b(w0, kc, kcp, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
+                mk_pack_b(nc - w0, kc, kcp, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
+                          b_pack + (w0 > 0 ? nr * kcp : 0));
+#else
+                if (w0 > 0)
+                    mk_pack_block(w0, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
+                mk_pack_block(nc - w0, kc, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
+                              b_pack + (w0 > 0 ? nr * kc : 0));
+#endif
+            }
+            for (int64_t ic = r0; ic < r1; ic += mcb) {
+                const int64_t mc = mk_min(mcb, r1 - ic);
                 const int64_t mpanels = (mc + mr - 1) / mr;
 #if MK_TYPED
                 mk_pack_a(mc, kc, kcp, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
 #else
                 mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
 #endif
-                for (int64_t jp = 0; jp < npanels; ++jp) {
+                for (int64_t jp = q0; jp < q1; ++jp) {
                     const int64_t j = mk_panel_col(jp, w0, nr);
                     const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
                         const int64_t i = ip * mr;
                         mk_tile(uk, mk_min(mr, mc - i), ncur, kcp, &alpha,
-                                a_pack + i * kcp, b_pack + jp * nr * kcp, beta_p,
+                                a_pack + i * kcp, b_pack + jp * b_stride, beta_p,
                                 c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
                     }
                 }
@@ -702,6 +750,39 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
         jc += nc;
     }
     MK_THREAD_TEARDOWN();
+}
+
+/* How a GEMM's threads share it: MK_SLICES (each thread a contiguous slice of N, or
+ * of M, with its own packing and no barrier: measured best on the project's shared
+ * 2-core machine, where a barrier waits for a descheduled thread) or MK_TEAM (the
+ * shared-B team of mk_loops: the B block packed once, not once per thread, and A
+ * read once per NC block). $MICROKERNEL_THREADING = slices | team forces one (read
+ * once); the default is the team from 3 threads on (docs/design-notes.md, threads). */
+enum { MK_SLICES = 0, MK_TEAM = 1 };
+
+static int mk_threading(int nthreads)
+{
+    static int forced = -2;            /* -2: not read yet; -1: automatic */
+    if (forced == -2) {
+        const char *e = getenv("MICROKERNEL_THREADING");
+        forced = !e ? -1 : !strcmp(e, "team") ? MK_TEAM : !strcmp(e, "slices") ? MK_SLICES : -1;
+    }
+    if (forced >= 0)
+        return forced;
+    return nthreads >= 3 ? MK_TEAM : MK_SLICES;
+}
+
+/* The team's grid: tm rows x tn columns of threads, tm the largest divisor of nt that
+ * has at least one MR panel of rows each (rows first: threads on distinct rows pack
+ * distinct A blocks; threads sharing rows pack the same A block each). */
+static void mk_team_grid(int nt, int64_t row_panels, int *tm, int *tn)
+{
+    int best = 1;
+    for (int d = 1; d <= nt; ++d)
+        if (nt % d == 0 && d <= row_panels)
+            best = d;
+    *tm = best;
+    *tn = nt / best;
 }
 
 /* ---- the driver ----------------------------------------------------------------------- */
@@ -769,10 +850,45 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
 #ifndef _OPENMP
     nthreads = 1;
 #endif
-    /* Threads (BLIS's JC/IC ways): each thread takes a contiguous slice of N (in whole
-     * NR panels), or of M when N is too narrow, and runs the serial loops on it with
-     * its own packing buffers: no barrier inside the GEMM, so a thread descheduled on
-     * a shared machine delays only its own slice. */
+    if (nthreads > 1 && mk_threading(nthreads) == MK_TEAM) {
+        /* the shared-B team (mk_loops): one B block for all, A and the edge buffer
+         * per thread */
+        int tm, tn;
+        mk_team_grid(nthreads, (m + mr - 1) / mr, &tm, &tn);
+        const int64_t max_panels = (nc_blk + (MK_C_ALIGN > 0 ? nr : 0) + nr - 1) / nr + 1;
+        const int64_t kcp_max = mk_round_up(kc_blk, MK_G);
+        const size_t b_shared = (size_t)mk_round_up(
+            max_panels * mk_round_up(nr * kcp_max + MK_PACK_SLACK, 16) * (int64_t)sizeof(MK_TB), 64);
+        const size_t a_bytes = (size_t)mk_round_up(
+            (mc_blk * kcp_max + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
+        const size_t edge_bytes = (size_t)mk_round_up(mr * nr * (int64_t)sizeof(MK_TC), 64);
+        const size_t per_thread = a_bytes + edge_bytes;
+        char *ws = (char *)mk_ws_get(b_shared + per_thread * (size_t)nthreads);
+        if (!ws)
+            return MK_ENOMEM;
+#pragma omp parallel num_threads(nthreads)
+        {
+#ifdef _OPENMP
+            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+            const int t = 0, nt = 1;
+#endif
+            /* a team smaller than asked (OMP_THREAD_LIMIT, nesting) gets its own grid */
+            int gtm = tm, gtn = tn;
+            if (nt != nthreads)
+                mk_team_grid(nt, (m + mr - 1) / mr, &gtm, &gtn);
+            const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn};
+            char *mine = ws + b_shared + per_thread * (size_t)t;
+            mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
+                     beta, c, rs_c, cs_c, (MK_TA *)mine, (MK_TB *)ws,
+                     (MK_TC *)(mine + a_bytes), &tp);
+        }
+        return MK_OK;
+    }
+    /* Threads, the slice decomposition (BLIS's JC/IC ways): each thread takes a
+     * contiguous slice of N (in whole NR panels), or of M when N is too narrow, and
+     * runs the serial loops on it with its own packing buffers: no barrier inside the
+     * GEMM, so a thread descheduled on a shared machine delays only its own slice. */
     int split_n = 1;
     int64_t units = (n + nr - 1) / nr;
     if (units < nthreads && (m + mr - 1) / mr > units) {
@@ -806,13 +922,13 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
             if (j1 > j0)
                 mk_loops(uk, m, j1 - j0, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a,
                          b + j0 * cs_b, rs_b, cs_b, beta, c + j0 * cs_c, rs_c, cs_c,
-                         a_pack, b_pack, edge);
+                         a_pack, b_pack, edge, &mk_alone);
         } else {
             const int64_t i0 = lo * mr, i1 = mk_min(m, hi * mr);
             if (i1 > i0)
                 mk_loops(uk, i1 - i0, n, k, mc_blk, nc_blk, kc_blk, alpha, a + i0 * rs_a, rs_a,
                          cs_a, b, rs_b, cs_b, beta, c + i0 * rs_c, rs_c, cs_c,
-                         a_pack, b_pack, edge);
+                         a_pack, b_pack, edge, &mk_alone);
         }
     }
     return MK_OK;

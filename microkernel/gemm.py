@@ -15,29 +15,7 @@ _Kernel = None  # microkernel.kernel.Kernel, imported on first use: importing th
 __all__ = ["gemm", "blocking_for", "default_threads"]
 
 
-_THREADS_ENV: dict = {}  # value of $MICROKERNEL_NUM_THREADS -> threads (parsed once)
-
-
-def default_threads() -> int:
-    """Threads for gemm(): $MICROKERNEL_NUM_THREADS, else 1."""
-    raw = os.environ.get("MICROKERNEL_NUM_THREADS", "")
-    n = _THREADS_ENV.get(raw)
-    if n is None:
-        n = _THREADS_ENV[raw] = _parse_threads(raw)
-    return n
-
-
-def _parse_threads(raw: str) -> int:
-    env = raw.strip()
-    if not env:
-        return 1
-    try:
-        n = int(env)
-    except ValueError:
-        raise ValueError(f"MICROKERNEL_NUM_THREADS={env!r} is not an integer") from None
-    if n < 1:
-        raise ValueError(f"MICROKERNEL_NUM_THREADS must be >= 1, got {n}")
-    return n
+from .threads import default_threads, threads_for  # noqa: E402  (public: gemm.default_threads)
 
 
 _BLOCKING: dict = {}
@@ -177,7 +155,9 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         Tile to use (``"avx512_8x16"``); default: the best for this machine
         (``MICROKERNEL_ISA`` may force the ISA).
     threads : int, optional
-        OpenMP threads in the driver; default ``$MICROKERNEL_NUM_THREADS`` or 1.
+        OpenMP threads in the driver; default: the CPUs this process may run on
+        (``$MICROKERNEL_NUM_THREADS`` or a threadpoolctl limit override it), fewer for
+        a small problem (:func:`microkernel.threads.threads_for`).
     blocking : Blocking or dict, optional
         KC/MC/NC override; default from the analytical model on the probed caches.
 
@@ -229,7 +209,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
                 raise ValueError(f"C overlaps {name} in memory; gemm needs C distinct "
                                  f"from its inputs")
     if threads is None:
-        threads = default_threads()
+        threads = threads_for(m, n, k)
     elif type(threads) is not int and not isinstance(threads, numbers.Integral) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     if m == 0 or n == 0:

@@ -108,7 +108,8 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     integer GEMM, C overlapping A or B or not writeable, bad threads/blocking).
     """
     from .blocking import Blocking
-    from .gemm import _c_blocking, _override, _plan, default_threads
+    from .gemm import _c_blocking, _override, _plan
+    from .threads import threads_for
     t = dtypes.types_of(A.dtype if isinstance(A, np.ndarray) else np.asarray(A).dtype,
                         B.dtype if isinstance(B, np.ndarray) else np.asarray(B).dtype)
     _check("A", A, t.dtype("a"))
@@ -139,7 +140,7 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
                 raise ValueError(f"C overlaps {name} in memory; gemm needs C distinct "
                                  f"from its inputs")
     if threads is None:
-        threads = default_threads()
+        threads = threads_for(m, n, k)
     elif not isinstance(threads, numbers.Integral) or isinstance(threads, bool) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     if m == 0 or n == 0:

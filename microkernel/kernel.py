@@ -266,5 +266,7 @@ def load(spec: TileSpec, ukernel_source: str | None = None,
     """
     if (ukernel_source is None) != (source_path is None):
         raise ValueError("load(): ukernel_source and source_path go together")
+    from .threads import prepare_runtime
+    prepare_runtime()                   # before the module (and libgomp) loads
     return Kernel(spec, build.load_module(**_build_args(spec, ukernel_source, source_path)),
                   source_path)

@@ -161,7 +161,8 @@ def test_kernel_cache_and_names():
     assert gk.make_sgemm(4, 4, 16, 16, 4, 16) is k1
     assert k1.tile.name == "gpu_4x4_b16x16x4" and k1.tile.threads == 16
     assert gk.make_sgemm(4, 4, 16, 16, 4, stages=1) is not k1
-    assert gk.DEFAULT_TILE.name == "gpu_8x8_b128x128x8_p2_mb2"
+    assert gk.LEGACY_TILE.name == "gpu_8x8_b128x128x8_p2_mb2"
+    assert gk.DEFAULT_TILE.name == "gpu_8x8_b128x128x8_w32x64_mb2"
     # register caps: none for one block of <= 256 threads; 65536/512 = 128
     assert gk.max_registers(gk.GpuTile(8, 8, 128, 128, 8)) is None
     assert gk.max_registers(gk.GpuTile(8, 8, 128, 256, 8)) == 128
@@ -182,9 +183,8 @@ def test_thread_tile_is_the_cpu_micro_kernel():
     B = rng.standard_normal((k, n)).astype(np.float32)
     C = gk.gemm(A, B, tile=p.tile)
     t = p.tile
-    for tr, tc in ((0, 0), (t.ty - 1, t.tx - 1), (1, 2)):
-        rows = [t.row_of(tr, i) for i in range(t.tm)]
-        cols = [t.col_of(tc, j) for j in range(t.tn)]
+    for tid in (0, t.threads - 1, 10):
+        rows, cols = t.thread_rows(tid), t.thread_cols(tid)
         c = np.zeros((t.tm, t.tn), np.float32)
         reference_ukernel(spec, k, 1.0, pack_a(A[rows], t.tm)[0], pack_b(B[:, cols], t.tn)[0],
                           0.0, c)
@@ -219,9 +219,13 @@ def test_occupancy_sm90_rules():
 def test_plan_builtin_tiles():
     p = gp.plan("avx512_8x16")
     assert (p.tile.tm, p.tile.tn, p.split) == (8, 16, (1, 1))
-    assert p.tile.pipeline and p.tile.min_blocks == 1
+    # warp tile 64x64 (8x4 lanes: the squarest), no register double buffering; its
+    # 192 estimated registers allow one block of 256 threads (no cap needed)
+    assert (p.tile.wm, p.tile.wn) == (64, 64) and not p.tile.pipeline and p.tile.min_blocks == 1
     p8 = gp.plan("sve_8x2v")            # pipelined, registers capped for 2 blocks/SM
-    assert p8.tile.name == "gpu_8x8_b128x128x8_p2_mb2" and p8.est_regs == 128
+    assert p8.tile.name == "gpu_8x8_b128x128x8_w32x64_mb2" and p8.est_regs == 116
+    # the original layout on request (no warp tile)
+    assert gp.plan("sve_8x2v", warp=None).tile.name == "gpu_8x8_b128x128x8_p2_mb2"
     assert not gp.plan("scalar_4x4").tile.pipeline       # too small to pipeline
     assert p.tile.threads == 256 and p.est_regs <= 255 and p.occupancy.blocks_per_sm >= 1
     assert "8x16 per thread" in p.notes[0]
@@ -247,7 +251,8 @@ def test_run_port_cli(capsys):
     assert rep["plan"]["est_occupancy"]["limiter"] == "registers"
     assert gp.run_port(ap.parse_args(["avx512_8x16", "--no-compile"])) == 0
     out = capsys.readouterr().out
-    assert "gpu_8x16_b128x256x8_p2" in out and "registers per thread" in out
+    assert "gpu_8x16_b128x256x8_w64x64" in out and "registers per thread" in out
+    assert "warp tile" in out
     assert gp.run_port(ap.parse_args(["nosuch_1x1", "--json", "--no-compile"])) == 2
 
 

@@ -52,6 +52,10 @@ def add_arguments(p) -> None:
                    help="input types of the operands (bf16, f16, f16h, s8s8, u8s8, u8u8; "
                    "default: the first contender's); peers on that dtype: numpy on the "
                    "float32 upcast, torch on the native dtype where it has a GEMM for it")
+    p.add_argument("--pause", type=nonneg_float, default=None,
+                   help="seconds to sleep before each sample (default 0.3 with several "
+                   "threads, so that the workers other runtimes leave spinning after a call "
+                   "go to sleep; 0: back to back, the contended case)")
     p.add_argument("--json", metavar="PATH", help="write every sample here")
 
 
@@ -151,7 +155,8 @@ def run(args) -> int:
             progress.close()
             con.print(f"[red]not timed[/red]: {exc}")
             return 1
-        r = Rounds(contenders, min_time=args.min_time, pause=0.3 if args.threads > 1 else 0.0,
+        pause = (0.3 if args.threads > 1 else 0.0) if args.pause is None else args.pause
+        r = Rounds(contenders, min_time=args.min_time, pause=pause,
                    progress=lambda text: progress(f"{text} of {args.rounds}"))
         for _ in range(args.rounds):
             r.round()
@@ -203,6 +208,7 @@ def _figures(r, problems, labels, peer_names, args) -> dict:
                          if "numpy" in peer_names else None)}
     v = stats.verdict({n: times[n] for n in labels}, margin=args.margin)
     return {"rounds": r.rounds, "threads": args.threads, "min_time": args.min_time,
+            "pause": r.pause,
             "peers": {n: peers_mod.describe(n) for n in peer_names},
             "shapes": shapes, "workload": over, "verdict": v.as_dict(),
             "summary": v.summary(), "samples": r.samples()}

@@ -57,6 +57,10 @@ def add_arguments(p) -> None:
                    "avx512 / avx2 tiles)")
     p.add_argument("--json", metavar="PATH", help="save everything (every sample) as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of the verdict")
+    p.add_argument("--gpu", action="store_true",
+                   help="rank GPU tiles instead (numba CUDA, on a CUDA GPU; see "
+                        "microkernel.gpu.sweep): uses --workload, --scale, --rounds, "
+                        "--budget, --margin, --min-time, --json")
 
 
 def _check(args):
@@ -91,6 +95,9 @@ def _check(args):
 
 
 def run(args) -> int:
+    if getattr(args, "gpu", False):
+        from ..gpu.sweep import run as run_gpu
+        return run_gpu(args)
     from ..dispatch import IsaUnavailableError, usable_isas
     from ..sweep import predicted, sweep, sweep_isa
     json_path, plot_path, peers = _check(args)

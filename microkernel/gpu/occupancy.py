@@ -31,7 +31,7 @@ import dataclasses
 import math
 
 __all__ = ["SmLimits", "SM90", "Occupancy", "occupancy", "regs_per_warp",
-           "STATIC_SHARED_LIMIT"]
+           "STATIC_SHARED_LIMIT", "waves", "busiest_sm_rounds"]
 
 #: Bytes of *statically* declared shared memory a block may use (``__shared__`` /
 #: ``cuda.shared.array``); more needs dynamic shared memory and an opt-in.
@@ -196,3 +196,26 @@ def waves(blocks: int, blocks_per_sm: int, limits: SmLimits = SM90) -> float:
     if not blocks_per_sm or not limits.sm_count:
         return math.inf
     return blocks / (blocks_per_sm * limits.sm_count)
+
+
+def busiest_sm_rounds(blocks: int, blocks_per_sm: int, limits: SmLimits = SM90) -> list[int]:
+    """How the busiest SM works through a grid: the number of blocks it runs at
+    once in each of its successive rounds.
+
+    The block scheduler hands the ``blocks`` out evenly over the SMs, so the
+    busiest SM gets ``L = ceil(blocks / sm_count)`` of them and runs them
+    ``blocks_per_sm`` at a time: ``ceil(L / blocks_per_sm)`` rounds, all full but
+    possibly the last (the tail of the last wave). Example: 1024 blocks, 2 per SM,
+    132 SMs: L = 8, rounds [2, 2, 2, 2]; 6 blocks: [1] (126 SMs idle).
+
+    Raises ValueError for a negative block count or ``blocks_per_sm`` < 1, and
+    when ``limits`` has no SM count.
+    """
+    if blocks < 0 or blocks_per_sm < 1:
+        raise ValueError(f"need blocks >= 0 and blocks_per_sm >= 1, got {blocks}, "
+                         f"{blocks_per_sm}")
+    if not limits.sm_count:
+        raise ValueError(f"{limits.name} has no sm_count")
+    per_sm = -(-blocks // limits.sm_count)
+    full, rest = divmod(per_sm, blocks_per_sm)
+    return [blocks_per_sm] * full + ([rest] if rest else [])

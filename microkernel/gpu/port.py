@@ -14,8 +14,12 @@ and says, *before anything runs*:
    (e.g. avx512_12x32 -> 12x16 is still ~256 registers -> 12x8, 4 threads).
    SVE tiles are taken at ``vector_bits`` (default 128, the SVE2 width of the
    Grace CPU that shares a GH200 superchip with a Hopper GPU).
-2. **Block.** 256 threads (8 warps) arranged (BM/TM) x (BN/TN) with power-of-two
-   sides, choosing the most nearly square block tile; BK = 8 (16 when 8 does not
+2. **Block and warp.** 256 threads (8 warps) arranged (BM/TM) x (BN/TN) with
+   power-of-two sides, choosing the most nearly square block tile; a warp tile
+   (``warp="auto"``, the default: the most nearly square WM x WN = (LM*TM) x
+   (LN*TN) with LM x LN = 32 lanes that divides the block tile, which selects the
+   warp-tiled kernel of :mod:`microkernel.gpu.simt`; ``warp=None``: the original
+   kernel's layout); BK = 8 (16 when 8 does not
    split the staging loads evenly); two shared-memory stages; for thread tiles of
    32+ accumulators the inner loop is register-pipelined (the next k's regA/regB
    load while this k's FMAs run), with a register cap (``min_blocks``) that keeps
@@ -52,10 +56,11 @@ import numpy as np
 
 from ..tile import TileSpec
 from .kernel import GpuTile
+from .tiles import parse_warp, warp_for
 from .occupancy import SM90, Occupancy, occupancy
 
 __all__ = ["PortPlan", "plan", "estimate_regs", "port", "validate", "VALIDATION_CASES",
-           "SIM_CASES", "ptxas_resources", "add_port_arguments", "run_port",
+           "SIM_CASES", "ptxas_resources", "add_port_arguments", "run_port", "parse_warp",
            "REG_OVERHEAD", "PIPELINE_MIN_TILE", "C_BOUND", "U"]
 
 #: Registers beyond the tile's own (addresses, loop counters, epilogue): measured
@@ -69,11 +74,8 @@ REG_MARGIN = 16
 PIPELINE_MIN_TILE = 32
 #: Default SVE vector length for porting ``sve_*`` tiles (bits).
 SVE_BITS = 128
-#: Error bound |C - C_ref| <= C_BOUND*(K+2)*U*(|alpha||A||B| + |beta||C0|), the same
-#: as microkernel.validate (Higham, Accuracy and Stability of Numerical Algorithms,
-#: sec. 3.5; the +2 covers the alpha and beta roundings).
-C_BOUND = 2.0
-U = 2.0 ** -24
+#: the error bound's constants: microkernel.validate's (one definition)
+from ..validate import C_BOUND, GUARD as _GUARD, U  # noqa: E402
 
 
 def estimate_regs(tile: GpuTile) -> int:
@@ -152,7 +154,8 @@ def _block_for(tm: int, tn: int, threads: int, bk: int | None, stages: int,
 
 
 def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
-         bk: int | None = None, stages: int = 2, pipeline: bool | None = None) -> PortPlan:
+         bk: int | None = None, stages: int = 2, pipeline: bool | None = None,
+         warp="auto") -> PortPlan:
     """Map a CPU tile spec (or name) to a GPU kernel configuration.
 
     Parameters
@@ -171,6 +174,9 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
         thread tiles of at least :data:`PIPELINE_MIN_TILE` elements, with the
         register cap (``min_blocks``) that keeps the unpipelined kernel's blocks
         per SM.
+    warp : "auto", None or (wm, wn)
+        The warp tile (see :func:`microkernel.gpu.tiles.warp_for`); None keeps the original kernel's
+        layout (no warp tile, no split-K, no float4 global loads).
 
     Returns
     -------
@@ -193,8 +199,21 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
     notes = []
     tm, tn = mr, nr
     budget = SM90.max_regs_per_thread - REG_MARGIN
+    if warp not in ("auto", None) and not (isinstance(warp, (tuple, list))
+                                           and len(warp) == 2):
+        raise ValueError(f"warp must be 'auto', None or (wm, wn), got {warp!r}")
+
     def choose(tm, tn):
         base = _block_for(tm, tn, threads, bk, stages, False)
+        if warp is not None:
+            base = warp_for(base, warp) or base
+        if base.warp_tiled:
+            # the k loop is unrolled and ptxas schedules the fragment loads itself:
+            # no register double buffering by default (in ptxas 13.0's SASS it only
+            # adds registers); cap the registers at what the estimate's blocks need
+            base = dataclasses.replace(base, pipeline=bool(pipeline))
+            mb = occupancy(estimate_regs(base), base.threads, base.smem_bytes).blocks_per_sm
+            return dataclasses.replace(base, min_blocks=mb) if mb > 1 else base
         pipe = (tm * tn >= PIPELINE_MIN_TILE) if pipeline is None else pipeline
         if not pipe or base.bk % 2:
             return base
@@ -231,6 +250,14 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
                  + (", next k's regA/regB loaded during this k's FMAs" if tile.pipeline else "")
                  + (f", registers capped for {tile.min_blocks} blocks/SM"
                     if tile.min_blocks > 1 else ""))
+    if tile.warp_tiled:
+        notes.append(f"warp tile {tile.wm}x{tile.wn} ({tile.lm}x{tile.ln} lanes of "
+                     f"{tm}x{tn}), {tile.warps[0]}x{tile.warps[1]} warps per block: "
+                     f"float4 global loads when K and N are multiples of 4, A transposed "
+                     f"(skewed, conflict-free), k loop unrolled, split-K chosen per shape")
+    elif warp is not None:
+        notes.append(f"no warp tile of 32 lanes divides the {tile.bm}x{tile.bn} block: "
+                     f"the original kernel's layout")
     if tm * tn < 32:
         notes.append(f"{tm}x{tn} is a small thread tile: {tm + tn} shared loads per "
                      f"{tm * tn} FMAs, expect it to be shared-memory bound")
@@ -256,16 +283,17 @@ def _find_ptxas() -> str | None:
     return None
 
 
-def ptxas_resources(kernel, arch: str = "sm_90") -> dict | None:
+def ptxas_resources(kernel, arch: str = "sm_90", variant: str | None = None) -> dict | None:
     """Registers, stack frame, spills and shared memory from ``ptxas -v`` on the
-    kernel's PTX (numba's NVVM, no GPU needed). None when NVVM or ptxas is missing.
+    kernel's PTX (numba's NVVM, no GPU needed; ``variant`` "vec" or "scalar" for
+    the warp-tiled kernel). None when NVVM or ptxas is missing.
     """
     ptxas = _find_ptxas()
     if ptxas is None:
         return None
     cc = tuple(int(c) for c in arch.removeprefix("sm_"))
     try:
-        ptx = kernel.ptx(cc=cc)
+        ptx = kernel.ptx(cc=cc) if variant is None else kernel.ptx(cc=cc, variant=variant)
     except Exception:       # no NVVM (libnvvm) in this environment
         return None
     with tempfile.TemporaryDirectory() as d:
@@ -308,7 +336,10 @@ def port(spec_or_name, *, vector_bits: int | None = None, compile: bool | None =
     ``plan`` (the estimate, always); ``compiled`` (numba dispatcher resources on a
     real GPU when ``compile`` is not False, else ptxas's when ``offline`` and NVVM
     + ptxas exist, else None) with its ``occupancy`` and ``spills`` flag;
-    ``warnings`` (e.g. spills); ``validation`` (list of case results, when asked).
+    ``warnings`` (e.g. spills); ``validation`` (list of case results, when asked);
+    ``launch`` (warp-tiled kernels: the split-K the shape-adaptive launch would use
+    with this tile on the GPU sweep's default workload, one
+    :meth:`~microkernel.gpu.launch.LaunchPlan.as_dict` per shape).
     """
     p = plan(spec_or_name, vector_bits=vector_bits, **plan_kw)
     report = {"plan": p.as_dict(), "compiled": None, "warnings": [], "validation": None,
@@ -329,19 +360,32 @@ def port(spec_or_name, *, vector_bits: int | None = None, compile: bool | None =
                                         else dev.name),
                             "cc": list(dev.compute_capability)}
         res = dict(kern.resources(), source="numba dispatcher")
+        if p.tile.warp_tiled:
+            res["scalar"] = kern.resources("scalar")
     elif kern is not None and offline and not kern.simulated:
         res = ptxas_resources(kern)
+        if res is not None and p.tile.warp_tiled:
+            res["scalar"] = ptxas_resources(kern, variant="scalar")
     if res is not None:
         report["compile"] = res["source"]
         occ = occupancy(res["regs"], p.tile.threads, res["shared_bytes"])
         res["occupancy"] = occ.as_dict()
-        res["spills"] = res.get("local_bytes", 0) > 0 or res.get("spill_stores", 0) > 0
-        if res["spills"]:
-            msg = (f"{p.tile.name}: {res.get('local_bytes', 0)} bytes of local memory per "
-                   f"thread: the register tile spills (compiled {res['regs']} registers)")
-            report["warnings"].append(msg)
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        for label, r in (("", res), (" (scalar variant)", res.get("scalar"))):
+            if not r:
+                continue
+            r["spills"] = r.get("local_bytes", 0) > 0 or r.get("spill_stores", 0) > 0
+            if r["spills"]:
+                msg = (f"{p.tile.name}{label}: {r.get('local_bytes', 0)} bytes of local "
+                       f"memory per thread: the register tile spills (compiled "
+                       f"{r['regs']} registers)")
+                report["warnings"].append(msg)
+                warnings.warn(msg, RuntimeWarning, stacklevel=2)
         report["compiled"] = res
+    if p.tile.warp_tiled:
+        from .launch import plan_launch
+        from .sweep import workload_shapes
+        report["launch"] = [plan_launch(m, n, k, tile=p.tile).as_dict()
+                            for m, n, k in workload_shapes()]
     if validate_cases:
         if kern is None:
             from .kernel import kernel_for
@@ -376,7 +420,6 @@ SIM_CASES = tuple(c for c in VALIDATION_CASES if c[1] * c[2] * max(c[3], 1) <= 8
                   and c[0] != "100x100x100") + (("24x24x24", 24, 24, 24, 1.0, 0.0, None),)
 
 _PAD = 64
-_GUARD = np.float32(-7.25e30)
 
 
 def validate(kernel, cases=VALIDATION_CASES, *, seed: int = 0) -> list:
@@ -389,6 +432,7 @@ def validate(kernel, cases=VALIDATION_CASES, *, seed: int = 0) -> list:
     case: label, m, n, k, alpha, beta, max_err, max_bound, oob, nan (unexpected
     NaN/Inf), ok.
     """
+    from ..validate import reference as _reference
     from .kernel import SgemmKernel, _resolve_tile, _import_cuda
     cuda = _import_cuda()
     kern = kernel if isinstance(kernel, SgemmKernel) else _resolve_tile(kernel)
@@ -414,19 +458,8 @@ def validate(kernel, cases=VALIDATION_CASES, *, seed: int = 0) -> list:
         got_buf = dbuf.copy_to_host()
         got = got_buf[_PAD:_PAD + m * n].reshape(m, n).astype(np.float64)
         oob = bool(np.any(got_buf[:_PAD] != _GUARD) or np.any(got_buf[_PAD + m * n:] != _GUARD))
-        A64, B64, C64 = A.astype(np.float64), B.astype(np.float64), C0.astype(np.float64)
-        if alpha == 0 or k == 0:
-            prod = np.zeros((m, n))
-            absprod = np.zeros((m, n))
-        else:
-            prod = A64 @ B64
-            absprod = np.abs(A64) @ np.abs(B64)
-        ref = alpha * prod
-        scale = abs(alpha) * absprod
-        if beta != 0:
-            ref = ref + beta * C64
-            scale = scale + abs(beta) * np.abs(C64)
-        bound = C_BOUND * (k + 2) * U * scale
+        # the CPU side's reference and bound (microkernel.validate), one definition
+        ref, bound = _reference(A, B, C0, alpha, beta)
         with np.errstate(invalid="ignore"):
             err = np.abs(got - ref)
         bad_nan = bool(np.any(~np.isfinite(got)))
@@ -442,8 +475,8 @@ def validate(kernel, cases=VALIDATION_CASES, *, seed: int = 0) -> list:
 
 def add_port_arguments(parser) -> None:
     """Arguments of ``microkernel port``: NAME [--json] [--validate] [--vector-bits B]
-    [--threads T] [--bk K] [--no-compile] [--mma {f16,bf16,tf32} [--smem M] [--stages S]]
-    [--arch A|all]."""
+    [--threads T] [--bk K] [--no-compile] [--warp auto|none|WMxWN]
+    [--mma {f16,bf16,tf32} [--smem M] [--stages S]] [--arch A|all]."""
     parser.add_argument("name", metavar="NAME",
                         help="CPU tile to port, e.g. avx512_8x16, avx2_6x16, sve_8x2v")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -466,6 +499,9 @@ def add_port_arguments(parser) -> None:
                              "mali-valhall, adreno-7xx) or 'all' (a table across targets); "
                              "with --mma P its matrix instructions take P inputs: "
                              "see gpu/port_targets.py")
+    parser.add_argument("--warp", default="auto", metavar="auto|none|WMxWN",
+                        help="warp tile: auto (default: the most nearly square one of 32 "
+                             "lanes), none (the original kernel's layout) or e.g. 32x64")
 
 
 def _render(report: dict) -> None:
@@ -491,6 +527,11 @@ def _render(report: dict) -> None:
             vals.append(fmt(comp.get(key)) if key and comp.get(key) is not None else "")
         tab.add_row(*vals)
     row("thread tile (TM x TN)", f"{p['thread_tile'][0]}x{p['thread_tile'][1]}")
+    if t.get("warp_tile"):
+        row("warp tile (WM x WN, lanes)", f"{t['wm']}x{t['wn']} ({t['lanes'][0]}x"
+            f"{t['lanes'][1]}), {t['warps'][0]}x{t['warps'][1]} warps")
+    else:
+        row("warp tile", "none (original layout)")
     row("block tile (BM x BN x BK)", f"{t['bm']}x{t['bn']}x{t['bk']}")
     row("threads per block", t["threads"])
     row("registers per thread", p["est_regs"], "regs")
@@ -512,8 +553,16 @@ def _render(report: dict) -> None:
                      else "no GPU, and no NVVM + ptxas for an offline compile)"))
     if report.get("device"):
         con.print(f"  device: {report['device']['name']} (cc {report['device']['cc']})")
+    sc = (comp or {}).get("scalar")
+    if sc:
+        con.print(f"  scalar-load variant (K or N not a multiple of 4, or unaligned "
+                  f"operands): {sc['regs']} registers, {sc.get('local_bytes', 0)} B local")
     for w in report["warnings"]:
         con.print(f"[bold red]warning:[/bold red] {w}")
+    if report.get("launch"):
+        from .launch import render_plans
+        render_plans(con, report["launch"], f"split-K with {t['name']} (132 SMs, sm_90 "
+                     f"model)", show_tile=False)
     if report.get("validation") is not None:
         vt = Table(title="validation (float64 reference)")
         for c in ("case", "M", "N", "K", "alpha", "beta", "max |err|", "bound", "ok"):
@@ -539,7 +588,8 @@ def run_port(args) -> int:
     try:
         report = port(args.name, vector_bits=args.vector_bits,
                       compile=False if getattr(args, "no_compile", False) else None,
-                      validate_cases=args.validate, threads=args.threads, bk=args.bk)
+                      validate_cases=args.validate, threads=args.threads, bk=args.bk,
+                      warp=parse_warp(getattr(args, "warp", "auto") or "auto"))
     except (TileError, ValueError, TypeError) as e:
         if args.json:
             print(json.dumps({"error": str(e)}))

@@ -1,0 +1,154 @@
+"""gemm() on all the cores against the BLAS libraries: each library alone, then
+interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
+
+    python bench/threads.py [--threads 1,4,16] [--sizes 512,1024,2048,4096] [--out DIR]
+
+1. **Alone**: one process per library (microkernel.gemm with its default tile, numpy /
+   OpenBLAS, PyTorch's CPU matmul / MKL, when installed), each timing its own calls at
+   every thread count and size: a warm-up call, then 7 samples (the timing engine,
+   :class:`microkernel.timing.Rounds`, with only that library in the round), medians.
+   microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices), so
+   the switch between them is measured, not assumed.
+2. **Interleaved**: one process, `microkernel compare` with numpy and torch as peers at
+   the largest thread count, back to back (--pause 0: the other runtimes' workers may
+   still be spinning when the next call starts) and with the default pause.
+
+Writes threads.json (every figure) and threads.md (the tables) under --out; prints the
+tables. Speed is never asserted: this script measures and reports.
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import textwrap
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+ALONE = textwrap.dedent("""
+    import json, os, sys, time
+    import numpy as np
+    lib, threads, sizes = sys.argv[1], [int(x) for x in sys.argv[2].split(",")], [int(x) for x in sys.argv[3].split(",")]
+    from microkernel.timing import Contender, Rounds
+    out = []
+    for t in threads:
+        if lib == "torch":
+            import torch
+            torch.set_num_threads(t)
+        if lib == "numpy":
+            from threadpoolctl import threadpool_limits
+            limit = threadpool_limits(limits=t, user_api="blas")
+        for n in sizes:
+            rng = np.random.default_rng(0)
+            A = rng.standard_normal((n, n), dtype=np.float32)
+            B = rng.standard_normal((n, n), dtype=np.float32)
+            C = np.empty((n, n), np.float32)
+            if lib.startswith("microkernel"):
+                import microkernel as mk
+                k = mk.get_kernel()
+                fn = lambda: mk.gemm(A, B, C, kernel=k, threads=t)
+            elif lib == "numpy":
+                fn = lambda: np.matmul(A, B, out=C)
+            else:
+                a, b, c = (torch.from_numpy(x) for x in (A, B, C))
+                fn = lambda: torch.matmul(a, b, out=c)
+            r = Rounds([Contender(lib, fn, 2.0 * n ** 3, f"{n}")], min_time=0.05)
+            for _ in range(7):
+                r.round()
+            s = r.matrix(lib)[0]
+            out.append({"lib": lib, "threads": t, "n": n, "gflops": 2.0 * n ** 3 / float(np.median(s)) / 1e9,
+                        "seconds": [float(x) for x in s]})
+            print(f"{lib:>18} {t:3d}T n={n:5d} {out[-1]['gflops']:8.1f} GFLOP/s", flush=True)
+        if lib == "numpy":
+            limit.restore_original_limits()
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def alone(lib, threads, sizes, env_extra):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
+           **env_extra}
+    res = subprocess.run([sys.executable, "-c", ALONE, lib, ",".join(map(str, threads)),
+                          ",".join(map(str, sizes))], capture_output=True, text=True, env=env,
+                         timeout=1800)
+    print(res.stdout[-4000:], res.stderr[-2000:], flush=True)
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
+    return json.loads(lines[-1][7:]) if lines else []
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", default="1,4,16")
+    ap.add_argument("--sizes", default="512,1024,2048,4096")
+    ap.add_argument("--out", default=os.environ.get("OUT", "out"))
+    ap.add_argument("--rounds", type=int, default=7, help="rounds of the interleaved run")
+    args = ap.parse_args()
+    threads = [int(x) for x in args.threads.split(",")]
+    sizes = [int(x) for x in args.sizes.split(",")]
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    import importlib.util
+    libs = [("microkernel team", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel slices", {"MICROKERNEL_THREADING": "slices"}),
+            ("numpy", {})]
+    if importlib.util.find_spec("torch"):
+        libs.append(("torch", {}))
+    results = []
+    for lib, env in libs:
+        results += [dict(r, lib=lib) for r in alone(lib, threads, sizes, env)]
+    # interleaved, at the largest thread count, back to back and with a pause
+    tmax = max(threads)
+    inter = {}
+    for pause in ("0", None):
+        cmd = [sys.executable, "-m", "microkernel", "compare", "--kernels",
+               "", "--sizes", ",".join(map(str, sizes)), "--threads", str(tmax),
+               "--rounds", str(args.rounds), "--json", str(out / f"threads_interleaved_{pause or 'pause'}.json")]
+        import microkernel as mk
+        cmd[cmd.index("--kernels") + 1] = mk.kernels()[0]
+        if pause is not None:
+            cmd += ["--pause", pause]
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800)
+        print(res.stdout[-5000:], res.stderr[-2000:], flush=True)
+        p = out / f"threads_interleaved_{pause or 'pause'}.json"
+        if p.exists():
+            d = json.loads(p.read_text())
+            inter[pause or "0.3"] = {s["shape"]: {n: c["gflops"] for n, c in s["contenders"].items()}
+                                     for s in d["shapes"]}
+    # tables
+    md = ["# gemm() threads against the BLAS libraries", "",
+          "## Each library alone in its own process (GFLOP/s, median of 7 samples)", "",
+          "| library | threads | " + " | ".join(f"n = {n}" for n in sizes) + " |",
+          "| --- | --- | " + " | ".join("---" for _ in sizes) + " |"]
+    for lib, _ in libs:
+        for t in threads:
+            row = [next((f"{r['gflops']:.0f}" for r in results if r["lib"] == lib and r["threads"] == t
+                         and r["n"] == n), "-") for n in sizes]
+            md.append(f"| {lib} | {t} | " + " | ".join(row) + " |")
+    one = {(r["lib"], r["n"]): r["gflops"] for r in results if r["threads"] == min(threads)}
+    top = {(r["lib"], r["n"]): r["gflops"] for r in results if r["threads"] == tmax}
+    md += ["", f"Scaling {min(threads)} -> {tmax} threads: " + "; ".join(
+        f"{lib} n={n}: {top[(lib, n)] / one[(lib, n)]:.1f}x" for lib, _ in libs for n in sizes
+        if (lib, n) in one and (lib, n) in top and n == max(sizes))]
+    for pause, shapes in inter.items():
+        md += ["", f"## Interleaved in one process, {tmax} threads, pause {pause} s before each sample "
+               "(GFLOP/s, median)", "", "| shape | " + " | ".join(next(iter(shapes.values()))) + " |",
+               "| --- | " + " | ".join("---" for _ in next(iter(shapes.values()))) + " |"]
+        for shape, c in shapes.items():
+            md.append(f"| {shape} | " + " | ".join(f"{v:.0f}" for v in c.values()) + " |")
+        alone_ours = {r["n"]: r["gflops"] for r in results if r["lib"] == "microkernel team"
+                      and r["threads"] == tmax}
+        md.append("")
+        md.append("ours interleaved / ours alone: " + ", ".join(
+            f"n={s.split('x')[0]}: {list(c.values())[0] / alone_ours.get(int(s.split('x')[0]), float('nan')):.2f}"
+            for s, c in shapes.items()))
+    (out / "threads.json").write_text(json.dumps({"alone": results, "interleaved": inter}, indent=1))
+    (out / "threads.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

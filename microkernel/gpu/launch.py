@@ -1,0 +1,488 @@
+"""Shape-adaptive launch: the tile and split-K for (m, n, k), cached and launched fast.
+
+**The planner** (:func:`plan_launch`). An H200 has 132 SMs; a 35 x 700 C in
+128 x 128 block tiles is 6 blocks, and 126 SMs idle. For each candidate tile
+(:data:`AUTO_TILES`, or the one asked for) and each split-K factor S = 1 ..
+:data:`MAX_SPLIT`, the planner predicts the time from the occupancy and waves
+model (:mod:`microkernel.gpu.occupancy`) and keeps the fastest:
+
+* the grid is ``ceil(n/bn) x ceil(m/bm) x S`` blocks, each doing bm*bn*kslice
+  FMAs with ``kslice = roundup(ceil(k/S), bk)``; ``blocks_per_sm`` comes from the
+  occupancy of the tile's estimated registers and shared memory;
+* the busiest SM runs ``ceil(blocks/132)`` blocks in rounds of ``blocks_per_sm``
+  (:func:`~microkernel.gpu.occupancy.busiest_sm_rounds`); a round of r blocks of
+  w warps each takes ``r*bm*bn*kslice / (F * min(1, r*w/SATURATION_WARPS))`` +
+  :data:`ROUND_OVERHEAD_S` seconds, with F = 128 FMA/clock x
+  :data:`CLOCK_HZ` x :data:`SM_EFFICIENCY` x :func:`tile_rate` per SM: fewer
+  resident warps than :data:`SATURATION_WARPS` hide less latency;
+* the kernel takes at least the time to read A and B and write C once from DRAM
+  (:data:`DRAM_BYTES_PER_S`);
+* split-K adds writing and re-reading S partial sums of C and the reduction's
+  launch (:data:`REDUCE_LAUNCH_S`); kslice is at least :data:`MIN_KSLICE` and
+  the workspace at most :data:`WORKSPACE_LIMIT` bytes.
+
+Options within :data:`TIE` of the fastest are equivalent; among them one whose
+grid has a block for every SM wins, then the smallest split, then the earliest
+candidate (the largest tile). The constants
+are a model of the H200, not measurements of this kernel: ``bench/gpu_simt.py``
+prints the planner's choice next to measured split scans so that they can be
+checked and refit.
+
+**The split-K reduction** is deterministic: block z of the split grid writes its
+partial sums to its own slice of a workspace, and a second kernel adds the
+slices in the order 0, 1, ..., S-1 (no atomics: bit-identical run to run).
+
+**Launch overhead.** :func:`runner` caches, per (shape, tile, split, variant), the
+plan, the compiled kernels' ``cuda.core`` launch handles with their launch
+configurations, and the workspace; a call then packs the kernel parameters
+(numba's ABI for a C-contiguous array: meminfo, parent, size, itemsize, data,
+shape, strides) from the operands' device pointers and calls ``cuda.core.launch``
+directly, skipping numba's per-call dispatch (argument typing, device-array
+wrapping). Where that path is unavailable (the simulator, another numba-cuda
+version) the numba dispatcher launches instead; :attr:`Runner.path` says which.
+"""
+from __future__ import annotations
+
+import collections
+import ctypes
+import dataclasses
+import threading
+
+import numpy as np
+
+from .occupancy import SM90, SmLimits, busiest_sm_rounds, occupancy
+from .tiles import DEFAULT_TILE, GpuTile
+
+__all__ = ["LaunchPlan", "plan_launch", "AUTO_TILES", "runner", "Runner", "clear_plans",
+           "reduce", "MAX_SPLIT", "MIN_KSLICE", "CLOCK_HZ", "SM_EFFICIENCY",
+           "SATURATION_WARPS", "ROUND_OVERHEAD_S", "REDUCE_LAUNCH_S", "DRAM_BYTES_PER_S",
+           "WORKSPACE_LIMIT", "TIE", "TILE_RATE", "tile_rate", "render_plans"]
+
+#: SM clock of the model (H200 boost clock, nvidia-smi ``clocks.max.sm``: 1980 MHz).
+CLOCK_HZ = 1.98e9
+#: fp32 FMA lanes per SM (sm_90: 4 sub-partitions x 32).
+FMA_PER_CLOCK = 128
+#: Fraction of the FMA peak an SM sustains on the kernel's main loop.
+SM_EFFICIENCY = 0.75
+#: Resident warps per SM from which the main loop runs at that rate (one per
+#: sub-partition: an 8x8 thread tile has 64 independent FMAs per k step to cover
+#: the shared-memory latency of the next step's fragments).
+SATURATION_WARPS = 4
+#: Relative rate of the main loop per block tile (bm, bn): smaller blocks move more
+#: data from L2 per FMA (a 64x64 block twice a 128x128 block's). An assumption to
+#: refit from ``microkernel sweep --gpu``, not a measurement.
+TILE_RATE = {(128, 128): 1.0, (64, 128): 0.97, (64, 64): 0.94}
+#: Per round of blocks on an SM: the prologue's global-load latency and the epilogue.
+ROUND_OVERHEAD_S = 1.5e-6
+#: The split-K reduction kernel's launch, back to back on the stream.
+REDUCE_LAUNCH_S = 2.0e-6
+#: DRAM bandwidth the model assumes (H200: 4.8 TB/s peak).
+DRAM_BYTES_PER_S = 3.0e12
+#: Largest split-K factor, smallest k per split, largest workspace (bytes).
+MAX_SPLIT = 32
+MIN_KSLICE = 128
+WORKSPACE_LIMIT = 64 << 20
+#: Predicted times within this fraction of the best count as equal.
+TIE = 0.02
+
+#: The candidate tiles of the shape-adaptive launch, largest first: the 8x8 thread
+#: tile and 32x64 warp tile in 128x128 (8 warps), 64x128 (4 warps) and 64x64
+#: (2 warps) blocks, registers capped for 2, 3 and 6 blocks per SM (128, 168 and
+#: 168 registers: ptxas 13.0 for sm_90 fits each without a spill; a cap of 128 for
+#: 4 and 8 blocks spills the two smaller ones, whose threads stage more of A and B).
+AUTO_TILES = (
+    DEFAULT_TILE,
+    GpuTile(8, 8, 64, 128, 8, min_blocks=3, wm=32, wn=64),
+    GpuTile(8, 8, 64, 64, 8, min_blocks=6, wm=32, wn=64),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchPlan:
+    """What :func:`plan_launch` chose for one (m, n, k): the tile, the split-K factor
+    ``split`` (S, the grid's z), ``kslice`` (k per split), the grid (x: blocks along
+    N, y: along M, z: splits), ``blocks`` in all, ``blocks_per_sm`` (occupancy
+    model), ``waves`` = blocks / (blocks_per_sm x SMs), the busiest SM's ``rounds``,
+    the predicted time in seconds, and the best option of every candidate tile
+    (``considered``: name, split, predicted seconds)."""
+    m: int
+    n: int
+    k: int
+    tile: GpuTile
+    split: int
+    kslice: int
+    grid: tuple
+    blocks: int
+    blocks_per_sm: int
+    waves: float
+    rounds: tuple
+    predicted_s: float
+    sm_count: int
+    considered: tuple = ()
+    forced: str = ""
+
+    @property
+    def workspace_bytes(self) -> int:
+        return 4 * self.split * self.m * self.n if self.split > 1 else 0
+
+    def as_dict(self) -> dict:
+        return {"m": self.m, "n": self.n, "k": self.k, "tile": self.tile.name,
+                "split": self.split, "kslice": self.kslice, "grid": list(self.grid),
+                "blocks": self.blocks, "blocks_per_sm": self.blocks_per_sm,
+                "waves": round(self.waves, 4), "rounds": list(self.rounds),
+                "predicted_us": round(self.predicted_s * 1e6, 2),
+                "sm_count": self.sm_count, "workspace_bytes": self.workspace_bytes,
+                "considered": [dict(c) for c in self.considered], "forced": self.forced}
+
+    def summary(self) -> str:
+        s = (f"{self.m}x{self.n}x{self.k}: {self.tile.name}, split-K {self.split} "
+             f"(kslice {self.kslice}), grid {self.grid[0]}x{self.grid[1]}x{self.grid[2]} = "
+             f"{self.blocks} blocks, {self.blocks_per_sm}/SM -> {self.waves:.2f} waves on "
+             f"{self.sm_count} SMs, predicted {self.predicted_s * 1e6:.1f} us")
+        return s + (f" ({self.forced})" if self.forced else "")
+
+
+def _blocks_per_sm(tile: GpuTile, limits: SmLimits) -> int:
+    """Blocks per SM of ``tile``'s kernel: at its register cap when it has one
+    (ptxas 13.0 uses up to the cap: 128 of 128, 159 and 163 of 168 for
+    :data:`AUTO_TILES`), else at the port's register estimate."""
+    from .port import estimate_regs
+    from .tiles import max_registers
+    regs = max_registers(tile) or estimate_regs(tile)
+    return occupancy(regs, tile.threads, tile.smem_bytes, limits).blocks_per_sm
+
+
+def tile_rate(tile: GpuTile) -> float:
+    """Relative main-loop rate of a block tile (:data:`TILE_RATE`, 1.0 if unlisted)."""
+    return TILE_RATE.get((tile.bm, tile.bn), 1.0)
+
+
+def _evaluate(t: GpuTile, s: int, m: int, n: int, k: int, bps: int, limits: SmLimits,
+              reads_c: bool) -> tuple:
+    """(predicted seconds, split actually used, kslice, grid, rounds) of tile t split s."""
+    per = -(-k // s)                                  # ceil(k / s)
+    kslice = max(t.bk, -(-per // t.bk) * t.bk)         # rounded up to bk
+    s_eff = -(-k // kslice) if k else 1
+    gx, gy = t.grid(m, n)
+    blocks = gx * gy * s_eff
+    rounds = busiest_sm_rounds(blocks, bps, limits)
+    rate = FMA_PER_CLOCK * CLOCK_HZ * SM_EFFICIENCY * tile_rate(t)
+    wpb = -(-t.threads // 32)
+    work = t.bm * t.bn * kslice
+    t_comp = sum(r * work / (rate * min(1.0, r * wpb / SATURATION_WARPS)) + ROUND_OVERHEAD_S
+                 for r in rounds)
+    c_bytes = 4 * m * n * (2 if reads_c else 1)
+    t_mem = (4 * (m * k + k * n) + c_bytes) / DRAM_BYTES_PER_S
+    t_red = 0.0
+    if s_eff > 1:
+        t_red = (8 * s_eff * m * n + c_bytes) / DRAM_BYTES_PER_S + REDUCE_LAUNCH_S
+    return max(t_comp, t_mem) + t_red, s_eff, kslice, (gx, gy, s_eff), tuple(rounds)
+
+
+def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
+                split: int | None = None, limits: SmLimits = SM90,
+                alpha_zero: bool = False, reads_c: bool = False,
+                candidates=None) -> LaunchPlan:
+    """Choose the tile and split-K factor for an (m, n, k) fp32 GEMM (see the module
+    docstring).
+
+    Parameters
+    ----------
+    m, n, k : int
+        Problem size (C is m x n, k the inner dimension), >= 0.
+    tile : GpuTile, optional
+        Fix the tile (then only the split is chosen); default: the best of
+        ``candidates`` (default :data:`AUTO_TILES`).
+    split : int, optional
+        Fix the split-K factor (>= 1; more than ceil(k/bk) is reduced to that).
+    limits : SmLimits
+        The GPU (``sm_count`` must be set): :data:`~microkernel.gpu.occupancy.SM90`
+        (132 SMs) by default; :func:`microkernel.gpu.front.gemm` passes the current
+        device's SM count.
+    alpha_zero : bool
+        alpha == 0 (or k == 0): nothing to accumulate, so no split.
+    reads_c : bool
+        beta != 0 (C is read: more memory traffic).
+
+    Raises
+    ------
+    ValueError
+        Negative dimensions, a split < 1, a split > 1 for a tile without a warp
+        tile (the original kernel has no split-K), ``limits`` without an SM count.
+    TypeError
+        A ``tile`` that is not a GpuTile, a non-integer split.
+    """
+    for nm, v in (("m", m), ("n", n), ("k", k)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"{nm} must be an integer >= 0, got {v!r}")
+    if split is not None and (not isinstance(split, (int, np.integer))
+                              or isinstance(split, bool)):
+        raise TypeError(f"split must be an integer, got {type(split).__name__}")
+    if split is not None and split < 1:
+        raise ValueError(f"split must be >= 1, got {split}")
+    if not limits.sm_count:
+        raise ValueError(f"limits {limits.name} has no sm_count")
+    if tile is not None and not isinstance(tile, GpuTile):
+        raise TypeError(f"tile must be a GpuTile, got {type(tile).__name__}")
+    cands = (tile,) if tile is not None else tuple(candidates or AUTO_TILES)
+    forced = []
+    if tile is not None:
+        forced.append("tile given")
+    if split is not None:
+        forced.append(f"split {split} given")
+        if split > 1 and tile is not None and not tile.warp_tiled:
+            raise ValueError(f"{tile.name} has no warp tile: the original kernel has no "
+                             f"split-K (split must be 1)")
+    no_split = alpha_zero or k == 0
+    best = None
+    considered = []
+    for ci, t in enumerate(cands):
+        bps = _blocks_per_sm(t, limits)
+        if bps < 1:
+            continue
+        if no_split or not t.warp_tiled:
+            splits = [1]
+        elif split is not None:
+            splits = [min(split, max(1, -(-k // t.bk)))]
+        else:
+            top = min(MAX_SPLIT, max(1, k // MIN_KSLICE))
+            splits = list(range(1, top + 1))
+        opts = []
+        seen = set()
+        for s in splits:
+            sec, s_eff, kslice, grid, rounds = _evaluate(t, s, m, n, k, bps, limits, reads_c)
+            if s_eff in seen or (s_eff > 1 and 4 * s_eff * m * n > WORKSPACE_LIMIT):
+                continue
+            seen.add(s_eff)
+            opts.append((sec, s_eff, ci, t, kslice, grid, rounds, bps))
+        if not opts:
+            continue
+        tbest = min(opts, key=lambda o: o[0])
+        considered.append({"tile": t.name, "split": tbest[1],
+                           "predicted_us": round(tbest[0] * 1e6, 2)})
+        best = opts if best is None else best + opts
+    if not best:
+        raise ValueError(f"no candidate tile can launch for {m}x{n}x{k}")
+    fastest = min(o[0] for o in best)
+
+    def fills(o):
+        g = o[5]
+        return g[0] * g[1] * g[2] >= limits.sm_count
+    pick = min((o for o in best if o[0] <= fastest * (1 + TIE)),
+               key=lambda o: (not fills(o), o[1], o[2]))
+    sec, s_eff, _, t, kslice, grid, rounds, bps = pick
+    blocks = grid[0] * grid[1] * grid[2]
+    if no_split:
+        forced.append("alpha == 0 or k == 0: no split")
+    return LaunchPlan(m, n, k, t, s_eff, kslice, grid, blocks, bps,
+                      blocks / (bps * limits.sm_count), rounds, sec, limits.sm_count,
+                      tuple(considered), "; ".join(forced))
+
+
+# -- launching -------------------------------------------------------------------------
+
+def _arr_params(ptr: int, rows: int, cols: int) -> tuple:
+    """numba's kernel parameters for a C-contiguous float32 (rows, cols) array:
+    meminfo, parent, size, itemsize, data, shape, strides (bytes)."""
+    return (0, 0, rows * cols, 4, ptr, rows, cols, cols * 4, 4)
+
+
+class _FastLauncher:
+    """``cuda.core.launch`` of one compiled numba kernel with parameters packed by
+    the caller (what numba's ``_Kernel.launch`` does after its argument checks)."""
+
+    def __init__(self, dispatcher, signature: str):
+        from numba.cuda import dispatcher as nd
+        from numba.cuda.core import sigutils
+        from numba.cuda.cudadrv import driver
+        dispatcher.compile(signature)
+        args, _ = sigutils.normalize_signature(signature)
+        kern = dispatcher.overloads[tuple(args)]
+        self.kernel = kern._codelibrary.get_cufunc().kernel
+        self._launch = nd.launch
+        self._config = nd.LaunchConfig
+        self._coop = ({"is_cooperative": False} if getattr(nd, "CUDA_CORE_GE_1_0", True)
+                      else {"cooperative_launch": False})
+        self.stream = driver._to_core_stream(0)
+
+    def config(self, grid, block):
+        return self._config(grid=tuple(grid), block=(block, 1, 1), shmem_size=0,
+                            **self._coop)
+
+    def __call__(self, config, params):
+        self._launch(self.stream, config, self.kernel, *params)
+
+
+_REDUCE = {}
+
+
+def _reduce_kernel(sim: bool):
+    from .kernel import _import_cuda
+    from .simt import build_reduce
+    cuda = _import_cuda()
+    k = _REDUCE.get(sim)
+    if k is None:
+        k = _REDUCE[sim] = build_reduce(sim, cuda)
+    return k
+
+
+def reduce(W, C, alpha: float, beta: float, split: int, stream=0):
+    """The split-K reduction on device arrays: C := alpha*(W_0 + ... + W_{S-1}) +
+    beta*C, W of shape (split*M, N), summed in split order (dispatcher launch)."""
+    from .kernel import simulator_active
+    from .simt import REDUCE_THREADS
+    m, n = C.shape
+    if m == 0 or n == 0:
+        return C
+    k = _reduce_kernel(simulator_active())
+    k[(-(-m * n // REDUCE_THREADS),), REDUCE_THREADS, stream](
+        W, C, np.float32(alpha), np.float32(beta), np.uint32(split))
+    return C
+
+
+class Runner:
+    """A cached launch of one :class:`LaunchPlan`: the kernel variant, the fast
+    launch handles (or the dispatcher), and the split-K workspace.
+
+    ``path`` is ``"cuda.core"`` (fast) or ``"numba dispatcher"`` (with the reason
+    in ``fast_error`` when the fast path could not be set up)."""
+
+    def __init__(self, plan: LaunchPlan, kern, variant: str):
+        self.plan, self.kern, self.variant = plan, kern, variant
+        self.W = None
+        self.fast = self.rfast = None
+        self.fast_error = None
+        self.path = "numba dispatcher"
+        if not kern.simulated and kern.tile.warp_tiled:
+            try:
+                from .simt import REDUCE_SIGNATURE, REDUCE_THREADS
+                self.fast = _FastLauncher(kern.variants[variant], kern.signature)
+                self.cfg = self.fast.config(plan.grid, kern.tile.threads)
+                if plan.split > 1:
+                    self.rfast = _FastLauncher(_reduce_kernel(False), REDUCE_SIGNATURE)
+                    self.rcfg = self.rfast.config(
+                        (-(-plan.m * plan.n // REDUCE_THREADS), 1, 1), REDUCE_THREADS)
+                self.path = "cuda.core"
+            except Exception as e:  # noqa: BLE001 - fall back to numba's launch
+                self.fast = self.rfast = None
+                self.fast_error = f"{type(e).__name__}: {e}"
+
+    def workspace(self):
+        """The split-K workspace ((split*m) x n, allocated once per runner)."""
+        if self.W is None and self.plan.split > 1:
+            from .kernel import _import_cuda
+            self.W = _import_cuda().device_array((self.plan.split * self.plan.m,
+                                                  self.plan.n), np.float32)
+            if not self.kern.simulated:
+                self.wparams = _arr_params(self.W.device_ctypes_pointer.value,
+                                           self.plan.split * self.plan.m, self.plan.n)
+        return self.W
+
+    def run_fast(self, pa: int, pb: int, pc: int, alpha: float, beta: float) -> None:
+        """Launch on raw device pointers of C-contiguous A, B, C (fast path only)."""
+        p = self.plan
+        m, n, k = p.m, p.n, p.k
+        ap = _arr_params(pa, m, k)
+        bp = _arr_params(pb, k, n)
+        cp = _arr_params(pc, m, n)
+        if p.split > 1:
+            if self.W is None:
+                self.workspace()
+            wp = self.wparams
+            self.fast(self.cfg, ap + bp + cp + wp + (ctypes.c_float(1.0), ctypes.c_float(0.0),
+                                                     ctypes.c_uint32(p.kslice)))
+            self.rfast(self.rcfg, wp + cp + (ctypes.c_float(alpha), ctypes.c_float(beta),
+                                             ctypes.c_uint32(p.split)))
+        else:
+            self.fast(self.cfg, ap + bp + cp + cp + (ctypes.c_float(alpha),
+                                                     ctypes.c_float(beta),
+                                                     ctypes.c_uint32(p.kslice)))
+
+    def run(self, A, B, C, alpha: float, beta: float) -> None:
+        """Launch on device arrays through numba's dispatcher."""
+        p = self.plan
+        if p.split > 1:
+            W = self.workspace()
+            self.kern.launch(A, B, C, 1.0, 0.0, W=W, split=p.split, kslice=p.kslice,
+                             variant=self.variant)
+            reduce(W, C, alpha, beta, p.split)
+        else:
+            self.kern.launch(A, B, C, alpha, beta, split=1, kslice=p.kslice,
+                             variant=self.variant)
+
+
+_RUNNERS: collections.OrderedDict = collections.OrderedDict()
+_RLOCK = threading.Lock()
+#: Runners kept (least recently used dropped first, with their workspace).
+MAX_RUNNERS = 64
+
+
+def clear_plans() -> None:
+    """Forget every cached launch plan and workspace."""
+    with _RLOCK:
+        _RUNNERS.clear()
+
+
+def runner(m: int, n: int, k: int, tile, split, variant: str, alpha_zero: bool,
+           reads_c: bool, limits: SmLimits = SM90) -> Runner:
+    """The cached :class:`Runner` for this call's key (plans and builds on a miss).
+    ``tile`` is None (shape-adaptive) or a GpuTile."""
+    key = (m, n, k, tile, split, variant, alpha_zero, reads_c, limits.sm_count)
+    with _RLOCK:
+        r = _RUNNERS.get(key)
+        if r is not None:
+            _RUNNERS.move_to_end(key)
+            return r
+    from .kernel import kernel_for
+    plan = plan_launch(m, n, k, tile=tile, split=split, limits=limits,
+                       alpha_zero=alpha_zero, reads_c=reads_c)
+    r = Runner(plan, kernel_for(plan.tile), variant)
+    with _RLOCK:
+        _RUNNERS[key] = r
+        while len(_RUNNERS) > MAX_RUNNERS:
+            _RUNNERS.popitem(last=False)
+    return r
+
+
+def cached_runners() -> int:
+    """How many runners (plans) are cached."""
+    return len(_RUNNERS)
+
+
+def device_limits() -> SmLimits:
+    """The current device's SmLimits (its SM count), or SM90 in the simulator or
+    when the device cannot be asked."""
+    global _DEVICE_LIMITS
+    if _DEVICE_LIMITS is None:
+        lim = SM90
+        try:
+            from .kernel import _import_cuda, simulator_active
+            if not simulator_active():
+                dev = _import_cuda().get_current_device()
+                cc = dev.compute_capability
+                lim = dataclasses.replace(SM90, name=f"sm_{cc[0]}{cc[1]}",
+                                          sm_count=int(dev.MULTIPROCESSOR_COUNT))
+        except Exception:  # noqa: BLE001
+            lim = SM90
+        _DEVICE_LIMITS = lim
+    return _DEVICE_LIMITS
+
+
+_DEVICE_LIMITS = None
+
+
+def render_plans(con, plans: list, title: str, show_tile: bool = True) -> None:
+    """A rich table of :meth:`LaunchPlan.as_dict` rows (``microkernel port``, the
+    GPU sweep); ``show_tile=False`` when every row has the same tile."""
+    from rich.table import Table
+    lt = Table(title=title)
+    cols = ["m x n x k"] + (["tile"] if show_tile else []) + [
+        "split-K", "grid", "blocks/SM", "waves", "predicted us"]
+    for c in cols:
+        lt.add_column(c, justify="left" if c == "tile" else "right", no_wrap=True)
+    for lp in plans:
+        g = lp["grid"]
+        lt.add_row(f"{lp['m']}x{lp['n']}x{lp['k']}", *([lp["tile"]] if show_tile else []),
+                   str(lp["split"]), f"{g[0]}x{g[1]}x{g[2]}", str(lp["blocks_per_sm"]),
+                   f"{lp['waves']:.2f}", f"{lp['predicted_us']:.1f}")
+    con.print(lt)

@@ -1,0 +1,493 @@
+"""The warp-tiled SIMT SGEMM: a kernel generator (Python source for numba).
+
+For a :class:`~microkernel.gpu.tiles.GpuTile` with a warp tile (``wm``, ``wn``)
+this module writes the kernel as Python source, with every compile-time constant
+inlined and the k loop of one shared-memory stage **fully unrolled**, and hands
+it to ``numba.cuda.jit``. The techniques are those of the hand-written SGEMMs that
+reach 80-94% of cuBLAS (siboehm, "How to Optimize a CUDA Matmul Kernel for
+cuBLAS-like Performance", 2022, kernels 6-10; CUTLASS, "Efficient GEMM in CUDA",
+SIMT path: ``MmaSimt``, 128x128x8 threadblocks of 32x64 warps):
+
+* **Warp tiling.** Warp w of the block owns a WM x WN tile of C; its 32 lanes form
+  an LM x LN grid; a lane holds TM x TN accumulators in groups of 4 x 4 strided by
+  4*LM rows and 4*LN columns inside the warp tile (:class:`GpuTile` docs). Each
+  16-byte fragment load from shared memory is then LM (or LN) distinct float4s,
+  broadcast to the other lanes: one wavefront, no bank conflict.
+* **float4 global loads.** A and B are read 16 bytes at a time
+  (:mod:`microkernel.gpu.intrinsics`: ``ld.global.nc.v4.f32``); the thread's
+  flat indices are computed once and advanced by BK (A) and BK*N (B) per k
+  block, and the edge guards are one predicate per float4 (the row of A, the
+  column group of B, the k block against the split's end). This needs K and N
+  multiples of 4 and 16-byte aligned operands; otherwise the *scalar* variant
+  of the same kernel (``vec=False``) loads element by element (any shape, any
+  alignment).
+* **A transposed into shared memory**, k-major, so that a lane's TM values of A
+  at one k are contiguous; the transposing stores are conflict-free thanks to
+  the skewed layout of :class:`~microkernel.gpu.tiles.SharedLayout` (checked
+  by :func:`bank_report`).
+* **Double buffering** (``stages=2``): the next k block is loaded from global
+  memory into registers while the FMAs of this one run, then stored into the
+  other shared buffer; one barrier per k block. Inside the unrolled k loop the
+  fragments of k+1 are loaded before the FMAs of k (``pipeline=True``).
+* **Registers.** The k steps of a stage are unrolled in the source (every shared
+  offset a constant); the TM x TN products of one k step are constant-trip loops
+  over ``cuda.local.array`` accumulators and fragments that NVVM unrolls and keeps
+  in registers (:data:`LOOPS`; writing all TM*TN*BK statements out gives the same
+  SASS and three times numba's compile time); the staged values are scalar
+  variables. Index arithmetic is unsigned (numba types ``np.uint32`` constants as
+  unsigned and widens them to uint64, without the signed wrap-around code); the
+  flat global indices are kept in uint32; ``min_blocks`` caps the registers
+  (``max_registers``).
+* **Load placement.** The next k block's global loads are unconditional (the
+  address clamped to element 0 and the value zeroed with ``cuda.selp`` outside
+  the matrix or the split) and so are its shared stores: under ``if more:``
+  ptxas sank the loads into the store block, below all the FMAs.
+* **Split-K.** One kernel serves both launches: with ``gridDim.z == S > 1``
+  block z accumulates k in ``[z*kslice, min(K, (z+1)*kslice))`` and writes its
+  raw partial sums to rows ``z*M .. z*M+M-1`` of the workspace ``W``
+  ((S*M) x N); :func:`build_reduce`'s kernel then forms
+  ``C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C`` in that fixed order: no
+  atomics, bit-identical from run to run. With ``gridDim.z == 1`` the epilogue
+  writes ``alpha*acc + beta*C`` to C directly (W is ignored: pass C).
+
+BLAS semantics are the original kernel's: beta == 0 never reads C; alpha == 0
+skips the k loop (A and B not read); M == 0 or N == 0 is not launched.
+
+:func:`kernel_source` returns the source (read it to see exactly what runs);
+:func:`build` compiles it (or, under the simulator, runs it as Python with the
+simulator stand-ins of the vector intrinsics, which assert their alignment
+contract).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .tiles import WARP_SIZE, GpuTile
+
+__all__ = ["SIGNATURE", "REDUCE_SIGNATURE", "kernel_source", "build", "build_reduce", "LOOPS",
+           "reduce_source", "bank_report", "REDUCE_THREADS"]
+
+#: Launch signature: A (M, K), B (K, N), C (M, N), W (S*M, N) workspace (C when
+#: not split), alpha, beta, kslice (k per split, a multiple of bk).
+SIGNATURE = ("void(float32[:, ::1], float32[:, ::1], float32[:, ::1], float32[:, ::1], "
+             "float32, float32, uint32)")
+#: The split-K reduction: W (S*M, N), C (M, N), alpha, beta, S.
+REDUCE_SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32, float32, uint32)"
+REDUCE_THREADS = 256
+
+
+class _Src:
+    """Indented source lines plus the unsigned constants they name."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.consts: dict[str, np.uint32] = {}
+        self.ind = 1
+
+    def u(self, v: int) -> str:
+        name = f"U{v}"
+        self.consts[name] = np.uint32(v)
+        return name
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.ind + line)
+
+    def block(self):
+        src = self
+
+        class _B:
+            def __enter__(self_):
+                src.ind += 1
+
+            def __exit__(self_, *exc):
+                src.ind -= 1
+        return _B()
+
+
+def _offsets(t: GpuTile):
+    """Constant block-local row offsets of acc[i, :] and column offsets of acc[:, j]
+    relative to the lane's first row (am) and column (bn)."""
+    rows = [(i // t.gm) * (t.lm * t.gm) + i % t.gm for i in range(t.tm)]
+    cols = [(j // t.gn) * (t.ln * t.gn) + j % t.gn for j in range(t.tn)]
+    return rows, cols
+
+
+#: Emit the thread tile's products as constant-trip loops over local arrays (numba
+#: compiles a few statements, NVVM unrolls them and keeps the arrays in registers)
+#: instead of TM*TN*BK scalar statements (the same SASS, about 3x the compile time).
+LOOPS = True
+
+
+def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) -> str:
+    """The Python source of the warp-tiled kernel ``sgemm(A, B, C, W, alpha, beta,
+    kslice)`` for ``tile`` (float4 global accesses when ``vec``; the k steps of a
+    stage unrolled, the TM x TN products as loops over local arrays when ``loops``,
+    default :data:`LOOPS`, else as scalar statements; see the module docstring).
+    Raises ValueError for a tile without a warp tile."""
+    loops = LOOPS if loops is None else loops
+    t = tile
+    if not t.warp_tiled:
+        raise ValueError(f"{t.name} has no warp tile (wm, wn): use the original kernel")
+    lay = t.shared_layout
+    s = _Src()
+    u = s.u
+    NT, BM, BN, BK = t.threads, t.bm, t.bn, t.bk
+    QPR = BK // 4                        # float4s per row of the A tile
+    BN4 = BN // 4                        # float4s per row of the B tile
+    A4 = BM * BK // 4                    # float4s in the A tile
+    B4 = BK * BN // 4
+    PA = -(-A4 // NT)                    # staging passes per thread
+    PB = -(-B4 // NT)
+    rows, cols = _offsets(t)
+    vec_out = vec and t.gn % 4 == 0      # float4 C stores
+
+    s("M = uint32(C.shape[0])")
+    s("N = uint32(C.shape[1])")
+    s("K = uint32(A.shape[1])")
+    s("tid = uint32(cuda.threadIdx.x)")
+    s(f"row0 = uint32(cuda.blockIdx.y) * {u(BM)}")
+    s(f"col0 = uint32(cuda.blockIdx.x) * {u(BN)}")
+    s("z = uint32(cuda.blockIdx.z)")
+    s(f"split = uint32(cuda.gridDim.z) > {u(1)}")
+    s("kb = z * kslice                       # this split's k range [kb, ke)")
+    s("ke = K")
+    s("if kb + kslice < K:")
+    with s.block():
+        s("ke = kb + kslice")
+    s(f"nk = {u(0)} * ke")
+    s("if ke > kb and alpha != 0:              # alpha == 0: A and B are not read")
+    with s.block():
+        s(f"nk = (ke - kb + {u(BK - 1)}) // {u(BK)}")
+    s(f"As = cuda.shared.array({t.stages * lay.a_stage}, float32{ALIGN})   # A^T, skewed")
+    s(f"Bs = cuda.shared.array({t.stages * lay.b_stage}, float32{ALIGN})")
+    s(f"warp = tid // {u(WARP_SIZE)}")
+    s(f"lane = tid % {u(WARP_SIZE)}")
+    wn_ = t.warps[1]
+    s(f"am = uint32((warp // {u(wn_)}) * {u(t.wm)} + (lane // {u(t.ln)}) * {u(t.gm)})")
+    s(f"bn = uint32((warp % {u(wn_)}) * {u(t.wn)} + (lane % {u(t.ln)}) * {u(t.gn)})")
+    # -- staging coordinates (per pass p: float4 number f = tid + p*NT) --------------
+    for p in range(PA):
+        f = f"(tid + {u(p * NT)})"
+        s(f"ar{p} = {f} // {u(QPR)}")
+        s(f"aq{p} = ({f} % {u(QPR)}) * {u(4)}")
+        part = p == PA - 1 and A4 % NT
+        s(f"va{p} = (row0 + ar{p} < M)" + (f" & ({f} < {u(A4)})" if part else ""))
+        if part:
+            s(f"sva{p} = {f} < {u(A4)}")
+        s(f"sa{p} = uint32(aq{p} * {u(lay.a_row)} + (aq{p} // {u(4)}) * {u(lay.a_skew)} + ar{p})")
+        if vec:
+            s(f"ga{p} = uint32((row0 + ar{p}) * K + kb + aq{p})")
+    for p in range(PB):
+        f = f"(tid + {u(p * NT)})"
+        s(f"br{p} = {f} // {u(BN4)}")
+        s(f"bc{p} = ({f} % {u(BN4)}) * {u(4)}")
+        part = p == PB - 1 and B4 % NT
+        s(f"vb{p} = (col0 + bc{p} < N)" + (f" & ({f} < {u(B4)})" if part else ""))
+        if part:
+            s(f"svb{p} = {f} < {u(B4)}")
+        s(f"sb{p} = uint32(br{p} * {u(lay.b_row)} + bc{p})")
+        if vec:
+            s(f"gb{p} = uint32((kb + br{p}) * N + col0 + bc{p})")
+    if vec:
+        s(f"BKN = uint32({u(BK)} * N)")
+    uTM, uTN, uGM, uGN = u(t.tm), u(t.tn), u(t.gm), u(t.gn)
+    uSM, uSN = u(t.lm * t.gm), u(t.ln * t.gn)       # stride between a lane's groups
+    if loops:
+        s(f"acc = cuda.local.array(({t.tm}, {t.tn}), float32)   # the register tile")
+        s(f"ra = cuda.local.array({t.tm}, float32)")
+        s(f"rb = cuda.local.array({t.tn}, float32)")
+        s(f"for i in range({uTM}):")
+        with s.block():
+            s(f"for j in range({uTN}):")
+            with s.block():
+                s("acc[i, j] = F0")
+    else:
+        for i in range(t.tm):
+            s(" = ".join(f"acc{i}_{j}" for j in range(t.tn)) + " = F0")
+
+    def loads():
+        """The k block at k0 into xa*/xb* (zero outside A, B and the split)."""
+        for p in range(PA):
+            xs = ", ".join(f"xa{p}_{c}" for c in range(4))
+            if vec:
+                # unconditional load (of A[0, 0] when outside), then zero: no branch,
+                # so that ptxas schedules it above the FMAs
+                s(f"ok = va{p} & (k0 + aq{p} < ke)")
+                s(f"{xs} = ldg4(A, cuda.selp(ok, ga{p}, {u(0)}))")
+                for c in range(4):
+                    s(f"xa{p}_{c} = cuda.selp(ok, xa{p}_{c}, F0)")
+                s(f"ga{p} = uint32(ga{p} + {u(BK)})")
+            else:
+                s(f"kk = k0 + aq{p}")
+                for c in range(4):
+                    s(f"xa{p}_{c} = F0")
+                    s(f"if va{p} and kk + {u(c)} < ke:")
+                    with s.block():
+                        s(f"xa{p}_{c} = A[row0 + ar{p}, kk + {u(c)}]")
+        for p in range(PB):
+            xs = ", ".join(f"xb{p}_{c}" for c in range(4))
+            if vec:
+                s(f"ok = vb{p} & (k0 + br{p} < ke)")
+                s(f"{xs} = ldg4(B, cuda.selp(ok, gb{p}, {u(0)}))")
+                for c in range(4):
+                    s(f"xb{p}_{c} = cuda.selp(ok, xb{p}_{c}, F0)")
+                s(f"gb{p} = uint32(gb{p} + BKN)")
+            else:
+                s(f"kk = k0 + br{p}")
+                for c in range(4):
+                    s(f"xb{p}_{c} = F0")
+                    s(f"if vb{p} and kk < ke and col0 + bc{p} + {u(c)} < N:")
+                    with s.block():
+                        s(f"xb{p}_{c} = B[kk, col0 + bc{p} + {u(c)}]")
+
+    def stores(oa: str, ob: str):
+        """xa*/xb* into the shared stage at offsets oa (A) and ob (B)."""
+        for p in range(PA):
+            guard = A4 % NT and p == PA - 1
+            if guard:
+                s(f"if sva{p}:")
+                s.ind += 1
+            for c in range(4):
+                s(f"As[{oa} + sa{p} + {u(c * lay.a_row)}] = xa{p}_{c}")
+            if guard:
+                s.ind -= 1
+        for p in range(PB):
+            guard = B4 % NT and p == PB - 1
+            if guard:
+                s(f"if svb{p}:")
+                s.ind += 1
+            for c in range(4):
+                s(f"Bs[{ob} + sb{p} + {u(c)}] = xb{p}_{c}")
+            if guard:
+                s.ind -= 1
+
+    def frag(k: int, slot: int):
+        if loops:
+            s(f"for i in range({uTM}):")
+            with s.block():
+                s(f"ra[i] = As[pa + ({u(lay.a_index(k, 0))} + (i // {uGM}) * {uSM} + "
+                  f"i % {uGM})]")
+            s(f"for j in range({uTN}):")
+            with s.block():
+                s(f"rb[j] = Bs[pb + ({u(lay.b_index(k, 0))} + (j // {uGN}) * {uSN} + "
+                  f"j % {uGN})]")
+            return
+        for i in range(t.tm):
+            s(f"a{slot}_{i} = As[pa + {u(lay.a_index(k, rows[i]))}]")
+        for j in range(t.tn):
+            s(f"b{slot}_{j} = Bs[pb + {u(lay.b_index(k, cols[j]))}]")
+
+    def fmas(slot: int):
+        if loops:
+            s(f"for i in range({uTM}):")
+            with s.block():
+                s(f"for j in range({uTN}):")
+                with s.block():
+                    s("acc[i, j] = cuda.fma(ra[i], rb[j], acc[i, j])")
+            return
+        for i in range(t.tm):
+            for j in range(t.tn):
+                s(f"acc{i}_{j} = cuda.fma(a{slot}_{i}, b{slot}_{j}, acc{i}_{j})")
+
+    def compute():
+        s("pa = uint32(oa + am)")
+        s("pb = uint32(ob + bn)")
+        if t.pipeline and not loops:
+            frag(0, 0)
+            for k in range(BK):
+                if k + 1 < BK:
+                    frag(k + 1, (k + 1) % 2)
+                fmas(k % 2)
+        else:
+            for k in range(BK):
+                frag(k, 0)
+                fmas(0)
+
+    s("k0 = kb")
+    s(f"oa = {u(0)} * kb")
+    s(f"ob = {u(0)} * kb")
+    if t.stages == 2:
+        s(f"if nk > {u(0)}:                       # prologue: k block 0 -> stage 0")
+        with s.block():
+            loads()
+            stores("oa", "ob")
+        s("cuda.syncthreads()")
+        s("for kt in range(nk):")
+        with s.block():
+            s(f"k0 += {u(BK)}")
+            # the next k block, into registers: not under `if more` (the loads' own
+            # guards zero-fill past ke), so that the loads stay above the FMAs
+            loads()
+            compute()
+            # ... then into the other stage, unconditionally: under `if more`, ptxas
+            # sinks the global loads into that block, below the FMAs (the last
+            # iteration stores a zero tile that nothing reads)
+            stores(f"({u(lay.a_stage)} - oa)", f"({u(lay.b_stage)} - ob)")
+            s("cuda.syncthreads()")
+            s(f"oa = {u(lay.a_stage)} - oa")
+            s(f"ob = {u(lay.b_stage)} - ob")
+    else:
+        s("for kt in range(nk):")
+        with s.block():
+            loads()
+            stores("oa", "ob")
+            s("cuda.syncthreads()")
+            compute()
+            s("cuda.syncthreads()")
+            s(f"k0 += {u(BK)}")
+
+    # -- epilogue -----------------------------------------------------------------------
+    s("X = C")
+    s(f"rbase = {u(0)} * M")
+    s("al = alpha")
+    s("be = beta")
+    s("if split:                               # raw partial sums into W[z*M + r, :]")
+    with s.block():
+        s("X = W")
+        s("rbase = z * M")
+        s("al = F1")
+        s("be = F0")
+    if loops:
+        s(f"for i in range({uTM}):")
+        with s.block():
+            s(f"r = row0 + am + (i // {uGM}) * {uSM} + i % {uGM}")
+            s("if r < M:")
+            with s.block():
+                if vec_out:
+                    s(f"for g in range({u(t.tn // 4)}):")
+                    with s.block():
+                        s(f"j = g * {u(4)}")
+                        s(f"c = col0 + bn + (j // {uGN}) * {uSN} + j % {uGN}")
+                        s("if c < N:")
+                        with s.block():
+                            s("e = uint32((rbase + r) * N + c)")
+                            v = [f"acc[i, j + {u(d)}]" if d else "acc[i, j]" for d in range(4)]
+                            s("if be == 0:             # C is not read")
+                            with s.block():
+                                s("st4(X, e, " + ", ".join(f"al * {x}" for x in v) + ")")
+                            s("else:")
+                            with s.block():
+                                s("o0, o1, o2, o3 = ld4(X, e)")
+                                s("st4(X, e, " + ", ".join(
+                                    f"al * {x} + be * o{d}" for d, x in enumerate(v)) + ")")
+                else:
+                    s(f"for j in range({uTN}):")
+                    with s.block():
+                        s(f"c = col0 + bn + (j // {uGN}) * {uSN} + j % {uGN}")
+                        s("if c < N:")
+                        with s.block():
+                            s("if be == 0:")
+                            with s.block():
+                                s("X[rbase + r, c] = al * acc[i, j]")
+                            s("else:")
+                            with s.block():
+                                s("X[rbase + r, c] = al * acc[i, j] + be * X[rbase + r, c]")
+    else:
+        for i in range(t.tm):
+            s(f"r = row0 + am + {u(rows[i])}")
+            s("if r < M:")
+            with s.block():
+                if vec_out:
+                    for j0 in range(0, t.tn, 4):
+                        s(f"c = col0 + bn + {u(cols[j0])}")
+                        s("if c < N:")
+                        with s.block():
+                            s("e = uint32((rbase + r) * N + c)")
+                            v = [f"acc{i}_{j0 + d}" for d in range(4)]
+                            s("if be == 0:                 # C is not read")
+                            with s.block():
+                                s("st4(X, e, " + ", ".join(f"al * {x}" for x in v) + ")")
+                            s("else:")
+                            with s.block():
+                                s("o0, o1, o2, o3 = ld4(X, e)")
+                                s("st4(X, e, " + ", ".join(
+                                    f"al * {x} + be * o{d}" for d, x in enumerate(v)) + ")")
+                else:
+                    for j in range(t.tn):
+                        s(f"c = col0 + bn + {u(cols[j])}")
+                        s("if c < N:")
+                        with s.block():
+                            s("if be == 0:")
+                            with s.block():
+                                s(f"X[rbase + r, c] = al * acc{i}_{j}")
+                            s("else:")
+                            with s.block():
+                                s(f"X[rbase + r, c] = al * acc{i}_{j} + be * X[rbase + r, c]")
+    name = f"sgemm_{t.name}" + ("" if vec else "_scalar")
+    head = f"def {name}(A, B, C, W, alpha, beta, kslice):\n"
+    doc = (f'    """{t.name}: {t.tm}x{t.tn} thread tile, {t.wm}x{t.wn} warp tile, '
+           f'{BM}x{BN}x{BK} block tile, {NT} threads, {"float4" if vec else "scalar"} '
+           f'global loads (generated by microkernel.gpu.simt)."""\n')
+    body = "\n".join(s.lines)
+    consts = "".join(f"# {k} = np.uint32({int(v)})\n" for k, v in sorted(
+        s.consts.items(), key=lambda kv: int(kv[1])))
+    return consts + head + doc + body + "\n"
+
+
+ALIGN = "__ALIGN__"      # replaced by ", alignment=16" on the GPU, "" in the simulator
+
+
+def _namespace(src: str, sim: bool, cuda) -> dict:
+    ns = {"cuda": cuda, "np": np, "uint32": np.uint32, "float32": np.float32,
+          "F0": np.float32(0.0), "F1": np.float32(1.0)}
+    for line in src.splitlines():
+        if line.startswith("# U") and "= np.uint32(" in line:
+            k, v = line[2:].split(" = np.uint32(")
+            ns[k] = np.uint32(int(v.rstrip(")")))
+    if sim:
+        from .intrinsics import SIM
+        ns.update(SIM)
+    else:
+        from . import intrinsics
+        ns.update(ldg4=intrinsics.ldg4, ld4=intrinsics.ld4, st4=intrinsics.st4)
+    return ns
+
+
+def _compile_source(src: str, name: str, ns: dict):
+    code = compile(src, f"<microkernel.gpu.simt {name}>", "exec")
+    exec(code, ns)  # noqa: S102 - our own generated source
+    return ns[name]
+
+
+def build(tile: GpuTile, vec: bool, sim: bool, cuda, max_registers: int | None):
+    """The numba dispatcher of :func:`kernel_source` (``cuda`` is ``numba.cuda``;
+    the simulator rejects ``alignment`` and ``max_registers``, so neither is used
+    there)."""
+    src = kernel_source(tile, vec).replace(ALIGN, "" if sim else ", alignment=16")
+    name = f"sgemm_{tile.name}" + ("" if vec else "_scalar")
+    fn = _compile_source(src, name, _namespace(src, sim, cuda))
+    fn.__microkernel_source__ = src
+    if sim or max_registers is None:
+        return cuda.jit(fn)
+    return cuda.jit(fn, max_registers=max_registers)
+
+
+def reduce_source() -> str:
+    """Source of the split-K reduction ``splitk_reduce(W, C, alpha, beta, S)``:
+    one thread per element of C, ``alpha*(W[r] + W[M + r] + ... ) + beta*C``
+    summed in split order (deterministic); beta == 0 does not read C."""
+    return (
+        "def splitk_reduce(W, C, alpha, beta, S):\n"
+        "    M = uint32(C.shape[0])\n"
+        "    N = uint32(C.shape[1])\n"
+        f"    e = uint32(cuda.blockIdx.x) * U{REDUCE_THREADS} + uint32(cuda.threadIdx.x)\n"
+        "    if e < M * N:\n"
+        "        r = e // N\n"
+        "        c = e % N\n"
+        "        acc = W[r, c]\n"
+        "        for z in range(U1, S):\n"
+        "            acc += W[z * M + r, c]\n"
+        "        if beta == 0:\n"
+        "            C[r, c] = alpha * acc\n"
+        "        else:\n"
+        "            C[r, c] = alpha * acc + beta * C[r, c]\n")
+
+
+def build_reduce(sim: bool, cuda):
+    """The numba dispatcher of :func:`reduce_source`."""
+    ns = {"cuda": cuda, "uint32": np.uint32, "U1": np.uint32(1),
+          f"U{REDUCE_THREADS}": np.uint32(REDUCE_THREADS)}
+    return cuda.jit(_compile_source(reduce_source(), "splitk_reduce", ns))
+
+
+from .simt_banks import bank_report, wavefronts as _wavefronts  # noqa: E402,F401

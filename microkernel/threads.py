@@ -1,0 +1,141 @@
+"""How many threads gemm() uses, and how its threads behave beside other runtimes.
+
+* **Default**: the CPUs this process may run on (``os.sched_getaffinity``), as numpy's
+  BLAS does; ``$MICROKERNEL_NUM_THREADS`` overrides it, and so does a
+  ``threadpoolctl`` limit (``threadpool_limits(limits=4, user_api="microkernel")``:
+  :class:`MicrokernelController` makes our pool visible to threadpoolctl). A problem
+  too small to pay for waking a team (fewer than :data:`MACS_PER_THREAD`
+  multiply-adds per thread) gets fewer threads, down to one, when the caller did not
+  ask for a number.
+* **Waiting**: libgomp's workers spin for a while after a parallel region by default
+  (GOMP_SPINCOUNT, libgomp manual, "Implementation-specific settings"), on cores
+  another library's threads (OpenBLAS, PyTorch's OpenMP) then wait for. Before the
+  first kernel module loads libgomp, :func:`prepare_runtime` sets
+  ``OMP_WAIT_POLICY=PASSIVE`` (workers sleep at once) unless the user set
+  ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` already; it takes effect only where
+  libgomp was not loaded earlier in the process (then :func:`runtime_note` says so).
+  Measurements: docs/design-notes.md, threads.
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["default_threads", "threads_for", "MACS_PER_THREAD", "prepare_runtime",
+           "runtime_note", "MicrokernelController", "available_cpus"]
+
+#: the least work (multiply-adds) a default thread count gives each thread
+MACS_PER_THREAD = 1 << 20
+
+_LIMIT: list[int | None] = [None]     # set through threadpoolctl
+_ENV: dict = {}
+_RUNTIME: dict = {}
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _parse(raw: str) -> int | None:
+    env = raw.strip()
+    if not env:
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        raise ValueError(f"MICROKERNEL_NUM_THREADS={env!r} is not an integer") from None
+    if n < 1:
+        raise ValueError(f"MICROKERNEL_NUM_THREADS must be >= 1, got {n}")
+    return n
+
+
+def default_threads() -> int:
+    """Threads for gemm() when the call gives none: a threadpoolctl limit, else
+    ``$MICROKERNEL_NUM_THREADS``, else :func:`available_cpus`. Raises ValueError for
+    a bad environment value."""
+    if _LIMIT[0] is not None:
+        return _LIMIT[0]
+    raw = os.environ.get("MICROKERNEL_NUM_THREADS", "")
+    if raw not in _ENV:
+        _ENV[raw] = _parse(raw)
+    n = _ENV[raw]
+    return n if n is not None else available_cpus()
+
+
+def threads_for(m: int, n: int, k: int) -> int:
+    """The default thread count for an m x n x k GEMM: :func:`default_threads`, but
+    at most one thread per :data:`MACS_PER_THREAD` multiply-adds (n = 1 or m = 1: the
+    GEMV path decides for itself)."""
+    t = default_threads()
+    if t > 1:
+        t = max(1, min(t, (m * n * max(k, 1)) // MACS_PER_THREAD))
+    return t
+
+
+def prepare_runtime() -> None:
+    """Before the first kernel module (and libgomp) loads: OMP_WAIT_POLICY=PASSIVE
+    unless the user chose a wait policy (see the module docstring)."""
+    if _RUNTIME:
+        return
+    preloaded = _libgomp_loaded()
+    user = "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
+    if not user and not preloaded:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    _RUNTIME.update(preloaded=preloaded, user=user,
+                    policy=os.environ.get("OMP_WAIT_POLICY", "libgomp default"))
+
+
+def runtime_note() -> str:
+    """One line on the OpenMP wait policy in effect for our kernels."""
+    if not _RUNTIME:
+        return "no kernel module loaded yet"
+    if _RUNTIME["preloaded"] and not _RUNTIME["user"]:
+        return ("libgomp was loaded before microkernel's first kernel: its wait policy is "
+                "whatever it was then (workers may spin after each call)")
+    return f"OMP_WAIT_POLICY={_RUNTIME['policy']}" + (" (set by the user)" if _RUNTIME["user"] else "")
+
+
+def _libgomp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as f:
+            return any("libgomp" in line for line in f)
+    except OSError:
+        return False
+
+
+try:
+    from threadpoolctl import LibController, register
+except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+    LibController = object
+    register = None
+
+
+class MicrokernelController(LibController):
+    """threadpoolctl's view of gemm()'s default thread count: every loaded kernel
+    module (``_mk_*`` shared objects) reports it and sets it, e.g.
+    ``with threadpool_limits(limits=1, user_api="microkernel"): ...``."""
+    user_api = "microkernel"
+    internal_api = "microkernel"
+    filename_prefixes = ("_mk_",)
+
+    def get_num_threads(self):
+        return default_threads()
+
+    def set_num_threads(self, num_threads):
+        _LIMIT[0] = None
+        if num_threads is not None and int(num_threads) != default_threads():
+            _LIMIT[0] = int(num_threads)    # (restoring the unlimited value clears it)
+
+    def get_version(self):
+        from . import __version__
+        return __version__
+
+    def set_additional_attributes(self):
+        self.wait_policy = runtime_note()
+
+
+if register is not None:
+    register(MicrokernelController)

@@ -1,0 +1,386 @@
+"""The warp-tiled SIMT kernel, split-K, the launch planner and the GPU sweep hook.
+
+Kernels run under numba's CUDA simulator (set before numba is imported, as in
+test_gpu_sim.py; ``NUMBA_ENABLE_CUDASIM=0`` runs the same tests on a GPU). The
+planner, the layouts and the bank model are pure Python. Expected values are
+worked out by hand in the comments, never taken from the code under test.
+"""
+import json
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+cuda = pytest.importorskip("numba.cuda", reason="the [gpu] extra (numba-cuda) is not installed")
+
+from microkernel.gpu import front, launch, simt
+from microkernel.gpu import simt_banks as banks  # noqa: E402
+from microkernel.gpu import port as gp  # noqa: E402
+from microkernel.gpu.intrinsics import sim_ldg4, sim_st4  # noqa: E402
+from microkernel.gpu.occupancy import SmLimits, busiest_sm_rounds  # noqa: E402
+from microkernel.gpu.tiles import DEFAULT_TILE, GpuTile, LEGACY_TILE, parse_warp  # noqa: E402
+
+SIM = bool(cuda.config.ENABLE_CUDASIM)
+if not SIM and not cuda.is_available():
+    pytest.skip("numba was imported without the simulator and there is no GPU",
+                allow_module_level=True)
+
+#: Simulator-sized warp tiles: 2x2 thread tiles, 4x8 lanes -> 8x16 warp tiles, in a
+#: 16x16 block of 2 warps stacked along M (float4 groups), and in an 8x32 block of
+#: 2 warps side by side along N with contiguous thread tiles and one stage.
+T_M = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16)
+T_N = GpuTile(2, 2, 8, 32, 8, wm=8, wn=16, layout="contiguous", stages=1)
+
+
+def _ref(A, B, C0, alpha, beta):
+    r = alpha * (A.astype(np.float64) @ B.astype(np.float64))
+    if beta != 0:
+        r = r + beta * C0.astype(np.float64)
+    return r
+
+
+def _bound(A, B, C0, alpha, beta):
+    k = A.shape[1]
+    s = abs(alpha) * (np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64))
+    if beta != 0:
+        s = s + abs(beta) * np.abs(C0.astype(np.float64))
+    return gp.C_BOUND * (k + 2) * gp.U * s
+
+
+def _operands(m, n, k, seed):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-1, 1, (m, k)).astype(np.float32),
+            rng.uniform(-1, 1, (k, n)).astype(np.float32),
+            rng.uniform(-1, 1, (m, n)).astype(np.float32))
+
+
+# -- the warp-tiled kernel ----------------------------------------------------------
+
+@pytest.mark.parametrize("tile", [T_M, T_N], ids=lambda t: t.name)
+def test_warp_tiled_validation_catalogue(tile):
+    """Odd shapes (17x33x5, 1x1x1, 64x40x3, 24^3), alpha/beta, NaN in C with beta=0,
+    NaN in A and B with alpha=0, K=0, M=0, N=0, with guard elements around C."""
+    results = gp.validate(tile, gp.SIM_CASES)
+    assert not [r for r in results if not r["ok"]]
+    assert {"17x33x5", "beta=0 NaN C", "alpha=0 NaN A,B", "24x24x24"} <= {
+        r["label"] for r in results}
+
+
+def test_flat_source_variant_matches_the_reference(monkeypatch):
+    """The scalar-statement form of the same kernel (simt.LOOPS = False)."""
+    from microkernel.gpu import kernel as gk
+    monkeypatch.setattr(simt, "LOOPS", False)
+    tile = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, min_blocks=2)   # its own cache entry
+    try:
+        A, B, C0 = _operands(19, 22, 13, 9)
+        C = C0.copy()
+        front.gemm(A, B, C, alpha=0.5, beta=2.0, tile=tile, split=2)
+        assert np.all(np.abs(C - _ref(A, B, C0, 0.5, 2.0)) <= _bound(A, B, C0, 0.5, 2.0))
+        assert "acc0_0" in gk.kernel_for(tile).dispatcher.py_func.__microkernel_source__
+    finally:
+        gk.clear_cache()
+
+
+def test_float4_and_scalar_variants():
+    """K and N multiples of 4 with aligned operands take the float4 variant (whose
+    simulator loads assert the alignment contract); an operand 4 bytes off a
+    16-byte boundary, or K % 4 != 0, takes the scalar one; both are right."""
+    kern = front._resolve_tile(T_M)
+    A, B, C0 = _operands(20, 24, 12, 1)
+    dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C0)
+    assert kern.variant_for(dA, dB, dC) == "vec"
+    front.gemm(dA, dB, dC, alpha=1.5, beta=-1.0, tile=T_M)
+    got = dC.copy_to_host()
+    assert np.all(np.abs(got - _ref(A, B, C0, 1.5, -1.0)) <= _bound(A, B, C0, 1.5, -1.0))
+    buf = cuda.to_device(np.zeros(20 * 12 + 1, np.float32))
+    dA1 = buf[1:].reshape(20, 12)                 # data pointer 4 bytes off
+    dA1.copy_to_device(A)
+    assert kern.variant_for(dA1, dB, dC) == "scalar"
+    dC.copy_to_device(C0)
+    front.gemm(dA1, dB, dC, alpha=1.5, beta=-1.0, tile=T_M)
+    assert np.all(np.abs(dC.copy_to_host() - _ref(A, B, C0, 1.5, -1.0))
+                  <= _bound(A, B, C0, 1.5, -1.0))
+    A5 = np.ascontiguousarray(A[:, :5])
+    assert kern.variant_for(cuda.to_device(A5), cuda.to_device(B[:5]), dC) == "scalar"
+
+
+def test_simulated_vector_access_contract():
+    a = np.arange(24, dtype=np.float32).reshape(3, 8)
+    assert sim_ldg4(a, 12) == (12.0, 13.0, 14.0, 15.0)
+    with pytest.raises(AssertionError, match="multiple of 4"):
+        sim_ldg4(a, 6)
+    b = np.arange(18, dtype=np.float32).reshape(3, 6)
+    with pytest.raises(AssertionError, match="crosses the end of a row"):
+        sim_ldg4(b, 4)                              # (0, 4): columns 4..7 of 6
+    sim_st4(a, 16, 1.0, 2.0, 3.0, 4.0)
+    assert a[2, :4].tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_kernel_source_is_unrolled_and_vectorised():
+    vec = simt.kernel_source(DEFAULT_TILE, vec=True)
+    sca = simt.kernel_source(DEFAULT_TILE, vec=False)
+    flat = simt.kernel_source(DEFAULT_TILE, vec=True, loops=False)
+    # 8 k per stage unrolled: one 8x8 FMA loop nest per k step; written out, 512 FMAs
+    assert vec.count("cuda.fma(") == 8 == sca.count("cuda.fma(")
+    assert flat.count("cuda.fma(") == 8 * 8 * 8
+    assert "ldg4(A," in vec and "ldg4(B," in vec and "st4(X," in vec
+    assert "ldg4" not in sca and "st4(" not in sca
+    assert flat.count("for ") == 1                                # only the k-block loop
+    with pytest.raises(ValueError, match="no warp tile"):
+        simt.kernel_source(LEGACY_TILE)
+
+
+def test_warp_tile_ownership():
+    """DEFAULT_TILE: 8 warps as 4 (M) x 2 (N) of 32x64, lanes 4 x 8, float4 groups
+    strided by 16 rows and 32 columns. Thread 0: rows 0-3, 16-19; columns 0-3, 32-35.
+    Thread 33 = warp 1 (warp row 0, warp column 1: columns from 64), lane 1 (lane
+    row 0, lane column 1): columns 68-71 and 100-103."""
+    t = DEFAULT_TILE
+    assert (t.lm, t.ln, t.warps, t.threads) == (4, 8, (4, 2), 256)
+    assert t.thread_rows(0) == [0, 1, 2, 3, 16, 17, 18, 19]
+    assert t.thread_cols(0) == [0, 1, 2, 3, 32, 33, 34, 35]
+    assert t.thread_rows(33) == [0, 1, 2, 3, 16, 17, 18, 19]
+    assert t.thread_cols(33) == [68, 69, 70, 71, 100, 101, 102, 103]
+    # thread 70 = warp 2 (warp row 1: rows from 32), lane 6 (lane row 0, column 6)
+    assert t.thread_rows(70)[0] == 32 and t.thread_cols(70)[0] == 24
+    cover = np.zeros((t.bm, t.bn), int)
+    for tid in range(t.threads):
+        cover[np.ix_(t.thread_rows(tid), t.thread_cols(tid))] += 1
+    assert (cover == 1).all()                       # every element once
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(tm=2, tn=2, bm=16, bn=16, bk=4, wm=8, wn=8), "16 lanes"),
+    (dict(tm=2, tn=2, bm=16, bn=16, bk=6, wm=8, wn=16), "multiple of 4"),
+    (dict(tm=2, tn=2, bm=16, bn=16, bk=4, wm=8, wn=16, index="i64"), "u32"),
+    (dict(tm=2, tn=2, bm=16, bn=16, bk=4, wm=8), "wn"),
+    (dict(tm=2, tn=2, bm=24, bn=16, bk=4, wm=16, wn=8), "not a multiple of the warp"),
+])
+def test_warp_tile_errors(kw, match):
+    with pytest.raises(ValueError, match=match):
+        GpuTile(**kw)
+
+
+def test_shared_layout_is_conflict_free():
+    """The bank model on every access of the candidates, and on a layout without
+    the skew (which conflicts: a warp's 32 transposing stores then fall in 16 banks)."""
+    from microkernel.gpu.sweep import CANDIDATES
+    for t in set(CANDIDATES) | set(launch.AUTO_TILES) | {T_M, T_N}:
+        rep = banks.bank_report(t)
+        assert rep["conflict_free"], (t.name, rep)
+    # three words 32 apart share bank 0: 3 wavefronts where 1 would do
+    assert banks.wavefronts([0, 32, 64], 1) == (3, 1)
+    # 8 float4s in a row: 1 wavefront; the same 8 with a 32-float stride: 8
+    assert banks.wavefronts([4 * i for i in range(8)], 4) == (1, 1)
+    assert banks.wavefronts([32 * i for i in range(8)], 4) == (8, 1)
+    lay = DEFAULT_TILE.shared_layout      # bk 8: 2 float4 per row, 16 rows per warp
+    assert (lay.a_row, lay.a_skew) == (128, 16)
+    # without the skew, lanes (r, q=0) and (r, q=1) store to k rows 0 and 4:
+    # 4*128 floats apart, the same bank
+    noskew = [c * 128 + r for r in range(16) for c in (0, 4)]
+    assert banks.wavefronts(noskew, 1)[0] == 2
+
+
+# -- split-K --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("m, n, k, split, alpha, beta", [
+    (20, 36, 64, 3, 1.0, 0.0),       # kslice 24: splits of 24, 24, 16
+    (17, 33, 29, 2, -1.5, 0.5),      # K % 4 != 0: scalar variant, last split 13
+    (16, 16, 40, 5, 2.0, 1.0),       # kslice 8: five full splits
+])
+def test_split_k(m, n, k, split, alpha, beta):
+    A, B, C0 = _operands(m, n, k, m + n + k)
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    outs = []
+    for _ in range(2):
+        dC = cuda.to_device(C0)
+        front.gemm(dA, dB, dC, alpha=alpha, beta=beta, tile=T_M, split=split)
+        outs.append(dC.copy_to_host())
+    p = front.gemm.last_plan
+    assert p.split == split and p.grid[2] == split
+    assert p.kslice == -(-(-(-k // split)) // 4) * 4     # ceil(k/split) rounded up to bk
+    assert np.all(np.abs(outs[0] - _ref(A, B, C0, alpha, beta)) <= _bound(A, B, C0, alpha, beta))
+    assert np.array_equal(outs[0], outs[1])             # bit-identical repeat
+
+
+def test_split_k_beta0_nan_c_and_alpha0():
+    A, B, _ = _operands(12, 20, 48, 7)
+    C = np.full((12, 20), np.nan, np.float32)
+    out = front.gemm(A, B, C, beta=0.0, tile=T_M, split=4)     # C is not read
+    assert np.isfinite(out).all()
+    assert np.all(np.abs(out - _ref(A, B, None, 1.0, 0.0)) <= _bound(A, B, None, 1.0, 0.0))
+    A[0, 0] = np.nan
+    C2 = np.ones((12, 20), np.float32)
+    front.gemm(A, B, C2, alpha=0.0, beta=3.0, tile=T_M, split=4)   # A, B not read
+    assert (C2 == 3.0).all() and front.gemm.last_plan.split == 1
+
+
+# -- the planner (pure Python) ----------------------------------------------------------
+
+def test_busiest_sm_rounds():
+    assert busiest_sm_rounds(1024, 2) == [2, 2, 2, 2]          # 1024/132 -> 8 per SM
+    assert busiest_sm_rounds(6, 2) == [1]
+    assert busiest_sm_rounds(891, 6) == [6, 1]                 # ceil(891/132) = 7
+    assert busiest_sm_rounds(0, 3) == []
+    with pytest.raises(ValueError):
+        busiest_sm_rounds(5, 0)
+
+
+def test_planner_hand_worked_four_sms():
+    """128x128x4096, DEFAULT_TILE (2 blocks/SM at its 128-register cap), 4 SMs.
+    rate = 128 FMA/clk x 1.98 GHz x 0.75 = 190.08 GFMA/s per SM; a block of 8 warps
+    runs at that rate alone (>= 4 warps). Split s: kslice = roundup(ceil(4096/s), 8).
+      s=1: 1 block, 128*128*4096/190.08e9 + 1.5 us = 354.56 us
+      s=4: 4 blocks, one per SM: 88.27 + 1.5 us; reduce (8*4 + 4)*128*128 B / 3 TB/s
+           + 2 us = 2.20 us -> 91.96 us (the fastest)
+      s=8: 8 blocks, 2 per SM at once: 2*128*128*512/190.08e9 + 1.5 = 89.77 us;
+           reduce 2.37 us -> 92.14 us (within 2%: tie, the smaller split wins)
+      s=16: 2 rounds of 2: 2*(44.13 + 1.5) = 91.27 us + 2.72 us = 93.99 us (> 2%)
+    """
+    lim = SmLimits(name="four", sm_count=4)
+    p = launch.plan_launch(128, 128, 4096, tile=DEFAULT_TILE, limits=lim)
+    assert (p.split, p.kslice, p.grid, p.blocks, p.blocks_per_sm) == (4, 1024, (1, 1, 4), 4, 2)
+    assert p.rounds == (1,) and p.waves == pytest.approx(4 / (2 * 4))
+    assert p.predicted_s == pytest.approx(91.96e-6, rel=1e-3)
+    one = launch.plan_launch(128, 128, 4096, tile=DEFAULT_TILE, split=1, limits=lim)
+    assert one.predicted_s == pytest.approx(354.56e-6, rel=1e-3)
+
+
+def test_planner_on_h200_shapes():
+    # 35x700x2048 with the 128x128 tile split 4: ceil(700/128) = 6 x ceil(35/128) = 1
+    # x 4 = 24 blocks; 2 per SM on 132 SMs: 24/264 waves
+    p = launch.plan_launch(35, 700, 2048, tile=DEFAULT_TILE, split=4)
+    assert (p.grid, p.blocks, p.kslice) == ((6, 1, 4), 24, 512)
+    assert p.waves == pytest.approx(24 / 264)
+    # shape-adaptive: without split-K no candidate gives 132 blocks (<= 11 tiles);
+    # the plan splits K and fills every SM
+    auto = launch.plan_launch(35, 700, 2048)
+    assert auto.split > 1 and auto.blocks >= 132 and auto.kslice >= launch.MIN_KSLICE
+    sk = launch.plan_launch(128, 1500, 1280)
+    assert sk.split > 1
+    # 4096^3: 32 x 32 = 1024 blocks of 128x128, 2 per SM: 1024/264 = 3.88 waves, no split
+    big = launch.plan_launch(4096, 4096, 4096)
+    assert (big.tile, big.split, big.blocks) == (DEFAULT_TILE, 1, 1024)
+    assert big.waves == pytest.approx(1024 / 264)
+    assert launch.plan_launch(35, 700, 2048, alpha_zero=True).split == 1
+    assert launch.plan_launch(64, 64, 0).split == 1
+
+
+def test_planner_errors():
+    with pytest.raises(ValueError, match="no warp tile"):
+        launch.plan_launch(64, 64, 4096, tile=LEGACY_TILE, split=2)
+    with pytest.raises(ValueError, match="m must be"):
+        launch.plan_launch(-1, 4, 4)
+    with pytest.raises(ValueError, match="split"):
+        launch.plan_launch(4, 4, 4, split=0)
+    with pytest.raises(TypeError, match="split"):
+        launch.plan_launch(4, 4, 4, split=1.5)
+    with pytest.raises(TypeError, match="GpuTile"):
+        launch.plan_launch(4, 4, 4, tile="avx2_6x16")
+    with pytest.raises(ValueError, match="sm_count"):
+        launch.plan_launch(4, 4, 4, limits=SmLimits(name="none"))
+
+
+# -- call overhead: the plan cache --------------------------------------------------------
+
+def test_plan_cache():
+    launch.clear_plans()
+    A, B, C0 = _operands(16, 16, 8, 3)
+    dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C0)
+    front.gemm(dA, dB, dC, tile=T_M)
+    first = front.gemm.last_plan
+    r1 = launch.runner(16, 16, 8, T_M, None, "vec", False, False, launch.device_limits())
+    assert launch.cached_runners() == 1
+    front.gemm(dA, dB, dC, tile=T_M)                    # same key: nothing new
+    assert front.gemm.last_plan is first and launch.cached_runners() == 1
+    assert launch.runner(16, 16, 8, T_M, None, "vec", False, False,
+                         launch.device_limits()) is r1
+    front.gemm(dA, dB, dC, beta=1.0, tile=T_M)          # C is read: another plan
+    assert launch.cached_runners() == 2
+    assert r1.path == ("numba dispatcher" if SIM else "cuda.core")
+    launch.clear_plans()
+    assert launch.cached_runners() == 0
+
+
+def test_auto_tile_in_the_simulator():
+    """tile=None: the planner's choice (here a 64-row candidate, k too short to
+    split), on a shape that is not a multiple of it."""
+    A, B, _ = _operands(9, 20, 12, 4)
+    got = front.gemm(A, B)
+    p = front.gemm.last_plan
+    assert p.tile in launch.AUTO_TILES and p.split == 1
+    assert np.all(np.abs(got - _ref(A, B, None, 1.0, 0.0)) <= _bound(A, B, None, 1.0, 0.0))
+
+
+def test_gemm_split_argument_errors():
+    A = np.ones((4, 8), np.float32)
+    B = np.ones((8, 4), np.float32)
+    with pytest.raises(ValueError, match="split"):
+        front.gemm(A, B, split=0)
+    with pytest.raises(TypeError, match="split"):
+        front.gemm(A, B, split="2")
+    with pytest.raises(ValueError, match="no warp tile"):
+        front.gemm(A, B, tile=LEGACY_TILE, split=2)
+    with pytest.raises(TypeError, match="B must be float32"):
+        front.gemm(A, B.astype(np.float64))
+
+    class Fake:                       # a device array of 70000^2 floats (never read)
+        def __init__(self, shape):
+            self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4",
+                                             "data": (0, False), "version": 3}
+    with pytest.raises(ValueError, match="2\\*\\*32 elements"):
+        front.gemm(Fake((70000, 70000)), Fake((70000, 8)))
+    with pytest.raises(TypeError, match="A must be float32"):
+        f = Fake((4, 4))
+        f.__cuda_array_interface__["typestr"] = "<f8"
+        front.gemm(f, B)
+
+
+# -- port and the GPU sweep hook ---------------------------------------------------------
+
+def test_port_warp_options():
+    assert parse_warp("auto") == "auto" and parse_warp("none") is None
+    assert parse_warp("64x32") == (64, 32)
+    with pytest.raises(ValueError, match="--warp"):
+        parse_warp("64")
+    p = gp.plan("sve_8x2v", warp=(64, 32))
+    assert (p.tile.wm, p.tile.wn, p.tile.lm, p.tile.ln) == (64, 32, 8, 4)
+    with pytest.raises(ValueError, match="lanes"):
+        gp.plan("sve_8x2v", warp=(64, 64))
+    rep = gp.port("sve_8x2v", compile=False)
+    shapes = {(lp["m"], lp["n"], lp["k"]): lp for lp in rep["launch"]}
+    assert shapes[(35, 700, 2048)]["split"] > 1 and shapes[(4096, 4096, 4096)]["split"] == 1
+
+
+@pytest.mark.skipif(not SIM, reason="a GPU is present: the sweep would run")
+def test_sweep_gpu_without_a_gpu_exits_2(capsys):
+    from microkernel.cli import main
+    assert main(["sweep", "--gpu", "--rounds", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "sweep --gpu" in err and ("simulator" in err or "no CUDA GPU" in err)
+
+
+def _offline_ptx_available():
+    code = ("import numpy as np; np.row_stack = getattr(np, 'row_stack', np.vstack);"
+            "from cuda.bindings import nvrtc; nvrtc.nvrtcVersion()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       env=dict(os.environ, NUMBA_ENABLE_CUDASIM="0"))
+    return r.returncode == 0 and gp._find_ptxas() is not None
+
+
+@pytest.mark.skipif(not _offline_ptx_available(), reason="no NVRTC/ptxas for offline PTX")
+def test_default_tile_compiles_without_spills_offline():
+    """numba -> PTX -> ptxas for sm_90, no GPU: DEFAULT_TILE's float4 variant fits its
+    128-register cap (2 blocks of 256 threads per SM) with no local memory."""
+    code = ("import json; from microkernel.gpu import port, kernel, tiles;"
+            "print(json.dumps(port.ptxas_resources(kernel.kernel_for(tiles.DEFAULT_TILE))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, NUMBA_ENABLE_CUDASIM="0"), timeout=300)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res is not None, r.stderr[-2000:]
+    assert res["regs"] <= 128 and res["local_bytes"] == 0 and res["spill_stores"] == 0
+    assert res["shared_bytes"] == DEFAULT_TILE.smem_bytes

@@ -1,0 +1,100 @@
+"""Both thread decompositions of the driver (c_src/driver.c): the slices and the
+shared-B team, forced with MICROKERNEL_THREADING (read once per kernel module, so each
+mode runs in its own process), on 2 to 7 threads (more threads than this machine's
+cores is fine: only correctness is checked), on shapes with every remainder, strided
+and column-major views, the edge catalogue's threaded cases, and a typed kernel."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import json, numpy as np, ml_dtypes, microkernel as mk
+    from microkernel import validate
+    rng = np.random.default_rng(7)
+    bad = []
+    names = [mk.kernels()[0], "scalar_3x5", mk.kernels(None)[-1] if False else None]
+    kernels = [k for k in (mk.kernels()[0], "scalar_3x5") if k]
+    for name in kernels:
+        for threads in (2, 3, 4, 7):
+            for (m, n, k) in [(1, 50, 9), (37, 1, 11), (5, 700, 33), (301, 67, 129), (64, 64, 300),
+                              (17, 3, 2), (130, 259, 70)]:
+                A = rng.standard_normal((m, k)).astype(np.float32)
+                B = rng.standard_normal((k, n)).astype(np.float32)[::-1]
+                C0 = rng.standard_normal((n, m)).astype(np.float32).T      # column-major C
+                C = C0.copy(order="F")
+                mk.gemm(A, B, C, alpha=1.5, beta=0.5, kernel=name, threads=threads,
+                        blocking={"kc": 32, "mc": 24, "nc": 48})
+                ref, bound = validate.reference(A, B, C0, 1.5, 0.5)
+                ok, ratio, _, detail = validate.check(C, ref, bound)
+                if not ok:
+                    bad.append([name, threads, m, n, k, detail])
+        k = mk.get_kernel(name)
+        for r in validate.run_catalogue(k):
+            if not r.ok:
+                bad.append([name, "catalogue", r.case.label, r.detail])
+    # a typed kernel in the same mode
+    A = rng.integers(-128, 128, (99, 201)).astype(np.int8)
+    B = rng.integers(-128, 128, (201, 77)).astype(np.int8)
+    for threads in (2, 5):
+        C = mk.gemm(A, B, threads=threads, blocking={"kc": 64, "mc": 24, "nc": 48})
+        if not np.array_equal(C.astype(np.int64), A.astype(np.int64) @ B.astype(np.int64)):
+            bad.append(["s8s8", threads])
+    print("RESULT " + json.dumps(bad))
+""")
+
+
+@pytest.mark.parametrize("mode", ["team", "slices"])
+def test_each_thread_decomposition_is_correct(mode, tmp_path):
+    env = {**os.environ, "MICROKERNEL_THREADING": mode}
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         env=env, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    assert json.loads(line[len("RESULT "):]) == []
+
+
+def test_default_threads_follow_affinity_env_and_threadpoolctl(monkeypatch):
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import microkernel as mk
+    from microkernel import threads
+    monkeypatch.delenv("MICROKERNEL_NUM_THREADS", raising=False)
+    assert threads.default_threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("MICROKERNEL_NUM_THREADS", "3")
+    assert threads.default_threads() == 3
+    monkeypatch.setenv("MICROKERNEL_NUM_THREADS", "zero")
+    with pytest.raises(ValueError, match="MICROKERNEL_NUM_THREADS"):
+        threads.default_threads()
+    monkeypatch.setenv("MICROKERNEL_NUM_THREADS", "4")
+    mk.get_kernel("scalar_4x4")                    # a kernel module is loaded: visible
+    info = [i for i in threadpool_info() if i["user_api"] == "microkernel"]
+    assert info and info[0]["num_threads"] == 4
+    with threadpool_limits(limits=1, user_api="microkernel"):
+        assert threads.default_threads() == 1
+    assert threads.default_threads() == 4 and threads._LIMIT[0] is None
+
+
+def test_small_problems_get_fewer_default_threads(monkeypatch):
+    from microkernel import threads
+    monkeypatch.setenv("MICROKERNEL_NUM_THREADS", "16")
+    assert threads.threads_for(64, 64, 64) == 1            # 2^18 multiply-adds
+    assert threads.threads_for(128, 128, 128) == 2         # 2^21
+    assert threads.threads_for(1024, 1024, 1024) == 16
+
+
+def test_our_workers_sleep_after_a_call_unless_the_user_chose():
+    """A fresh process: OMP_WAIT_POLICY is set to PASSIVE before libgomp loads; a
+    user's own setting stays."""
+    code = ("import os, numpy as np, microkernel as mk; mk.get_kernel('scalar_4x4'); "
+            "from microkernel import threads; print(os.environ.get('OMP_WAIT_POLICY'), "
+            "threads.runtime_note())")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.startswith("PASSIVE OMP_WAIT_POLICY=PASSIVE"), out.stdout + out.stderr
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**env, "OMP_WAIT_POLICY": "ACTIVE"})
+    assert out.stdout.startswith("ACTIVE OMP_WAIT_POLICY=ACTIVE (set by the user)"), out.stdout
