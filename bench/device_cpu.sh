@@ -9,6 +9,8 @@
 #   bash bench/device_cpu.sh compare   the registry's AVX-512 race set (registry.DEVICE_AVX512)
 #                                      validated, then interleaved with numpy and PyTorch
 #                                      (`microkernel compare`) on squares and DeepBench
+#   bash bench/device_cpu.sh types     issue 21: the x86 typed tiles (registry.DEVICE_TYPED:
+#                                      AMX, AVX512-BF16/FP16, VNNI) -- bench/device_types.sh
 #
 # Writes into $OUT (or out/ when OUT is unset). cffi and pyperf are not on that image:
 # carry wheels in .whl/ (see the device tool's README); they are installed into /tmp/site.
@@ -23,6 +25,9 @@ fi
 export MICROKERNEL_CACHE_DIR=/tmp/mkcache OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mk() { python3 -m microkernel "$@"; }
 run() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
+if [ "${1:-}" = types ]; then
+  exec bash "$(dirname "$0")/device_types.sh"
+fi
 if [ "${1:-}" = compare ]; then
   tiles=$(python3 -c "from microkernel import registry; print(';'.join(s.name for s in registry.DEVICE_AVX512))")
   {

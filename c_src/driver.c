@@ -116,10 +116,21 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 #define MK_WORKSPACE_BYTES_NAME mk_workspace_bytes
 #endif
 
-#ifdef MK_UKERNEL
+/* A micro-kernel with per-thread state that is costly to set up (AMX: the tile
+ * configuration, LDTILECFG) defines, besides its contract entry point (which sets the
+ * state up itself), MK_UKERNEL_HOT, an entry point that assumes the state, and
+ * MK_THREAD_SETUP() / MK_THREAD_TEARDOWN(), which each thread runs around its loops
+ * (mk_loops) and the L1 timing around its calls (timing.c). */
+#if defined(MK_UKERNEL_HOT)
+#define MK_CALL_UKERNEL(uk, ...) MK_UKERNEL_HOT(__VA_ARGS__)
+#elif defined(MK_UKERNEL)
 #define MK_CALL_UKERNEL(uk, ...) MK_UKERNEL(__VA_ARGS__)
 #else
 #define MK_CALL_UKERNEL(uk, ...) (uk)->ukernel(__VA_ARGS__)
+#endif
+#ifndef MK_THREAD_SETUP
+#define MK_THREAD_SETUP() ((void)0)
+#define MK_THREAD_TEARDOWN() ((void)0)
 #endif
 
 /* ---- per-calling-thread workspace ------------------------------------------------ */
@@ -354,7 +365,7 @@ static void mk_pack_block(int64_t width, int64_t kc, const float *x, int64_t s_l
  * dst[(k/g)*w*g + l*g + k%g] = X(line l, k), with zeros past kc up to kcp (a multiple
  * of g) and past the last line. The loops read the source along its contiguous axis
  * (K when s_k == 1, the lines when s_l == 1). No overrun: MK_PACK_SLACK is unused. */
-#define MK_DEFINE_PACK(name, SRC, DST, G, CVT)                                           \
+#define MK_DEFINE_PACK(name, SRC, DST, G, CVT, FAST)                                     \
 static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s_l,     \
                  int64_t s_k, int64_t w, DST *restrict dst)                             \
 {                                                                                        \
@@ -362,12 +373,14 @@ static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s
         const int64_t wcur = mk_min(w, width - l0);                                      \
         DST *restrict d = dst + l0 * kcp;                                                \
         const SRC *xs = x + l0 * s_l;                                                    \
+        /* whole groups of K by the fast paths (0 when none applies), the rest here */  \
+        const int64_t k0 = FAST(wcur, kc, xs, s_l, s_k, w, d);                           \
         if (s_k == 1) {                                                                  \
             for (int64_t l = 0; l < wcur; ++l)                                           \
-                for (int64_t k = 0; k < kc; ++k)                                         \
+                for (int64_t k = k0; k < kc; ++k)                                        \
                     d[(k / (G)) * w * (G) + l * (G) + k % (G)] = CVT(xs[l * s_l + k]);   \
         } else {                                                                         \
-            for (int64_t k = 0; k < kc; ++k)                                             \
+            for (int64_t k = k0; k < kc; ++k)                                            \
                 for (int64_t l = 0; l < wcur; ++l)                                       \
                     d[(k / (G)) * w * (G) + l * (G) + k % (G)] = CVT(xs[l * s_l + k * s_k]); \
         }                                                                                \
@@ -376,9 +389,55 @@ static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s
                 d[(k / (G)) * w * (G) + l * (G) + k % (G)] = (DST)0;                     \
     }                                                                                    \
 }
-MK_DEFINE_PACK(mk_pack_a, MK_SA, MK_TA, MK_GA, MK_CVT_A)
-MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B)
+
+/* Fast paths of typed packing for panels that only re-lay their elements (no
+ * conversion: MK_COPY_A / MK_COPY_B, set below when the panel's type is the source's
+ * and the conversion is the identity), on whole groups of K; each returns the k where
+ * the generic loops take over (a multiple of the group), 0 when it does not apply.
+ *   K contiguous (s_k == 1), a group of g >= 8 elements (AMX's A: rows of 64 bytes of
+ *     K, 32 bf16 or 64 int8): line l's group is one copy of g elements, a 64-byte
+ *     vector move with the module's flags;
+ *   lines contiguous (s_l == 1), a group of g <= 4 (pairs along K for bf16, vpmaddwd and
+ *     AMX's B; quads for VNNI and AMX int8): the interleave of g source rows of wcur
+ *     elements (row k of B is columns l0.. of B's k-th row), d[(k/g)*w*g + l*g + k%g],
+ *     which GCC vectorises into unpacks/permutes. */
+#define MK_DEFINE_FAST(name, SRC, DST, G, COPY)                                          \
+static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,        \
+                           int64_t s_k, int64_t w, DST *restrict d)                     \
+{                                                                                        \
+    const int64_t kv = kc - kc % (G);                                                    \
+    if (!(COPY) || kv == 0)                                                              \
+        return 0;                                                                        \
+    if (s_k == 1 && (G) >= 8) {                                                          \
+        for (int64_t l = 0; l < wcur; ++l)                                               \
+            for (int64_t k = 0; k < kv; k += (G))                                        \
+                memcpy(d + k * w + l * (G), xs + l * s_l + k, (G) * sizeof(DST));        \
+        return kv;                                                                       \
+    }                                                                                    \
+    if (s_l == 1 && (G) <= 4 && (G) > 1) {                                               \
+        for (int64_t k = 0; k < kv; k += (G)) {                                          \
+            DST *restrict dk = d + k * w;                                                \
+            const SRC *r0 = xs + k * s_k;                                                \
+            for (int64_t l = 0; l < wcur; ++l)                                           \
+                for (int g = 0; g < (G); ++g)                                            \
+                    dk[l * (G) + g] = (DST)r0[g * s_k + l];                              \
+        }                                                                                \
+        return kv;                                                                       \
+    }                                                                                    \
+    return 0;                                                                            \
+}
+#ifndef MK_COPY_A
+#define MK_COPY_A 0
+#endif
+#ifndef MK_COPY_B
+#define MK_COPY_B 0
+#endif
+MK_DEFINE_FAST(mk_pack_a_fast, MK_SA, MK_TA, MK_GA, MK_COPY_A)
+MK_DEFINE_FAST(mk_pack_b_fast, MK_SB, MK_TB, MK_GB, MK_COPY_B)
+MK_DEFINE_PACK(mk_pack_a, MK_SA, MK_TA, MK_GA, MK_CVT_A, mk_pack_a_fast)
+MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B, mk_pack_b_fast)
 #undef MK_DEFINE_PACK
+#undef MK_DEFINE_FAST
 #endif
 
 /* ---- C updates ---------------------------------------------------------------------- */
@@ -613,6 +672,7 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
 {
     const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
     const MK_TC one = 1;
+    MK_THREAD_SETUP();
     const int team = tp->nt > 1;
     /* lead: columns of C before its first MK_C_ALIGN boundary (see MK_C_ALIGN); they
      * form a narrow first panel (w0 wide) of the first NC block */
@@ -694,6 +754,7 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
         }
         jc += nc;
     }
+    MK_THREAD_TEARDOWN();
 }
 
 /* How a GEMM's threads share it: MK_SLICES (each thread a contiguous slice of N, or

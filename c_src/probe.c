@@ -134,6 +134,17 @@ int mk_probe_decode_x86(const mk_x86_regs *r, uint64_t xcr0, mk_cpu_features *ou
     return 0;
 }
 
+int mk_probe_decode_x86_amx(const mk_x86_regs *r, uint64_t xcr0, int amx_permitted,
+                            mk_cpu_features *out)
+{
+    const int rc = mk_probe_decode_x86(r, xcr0, out);
+    if (rc == 0) {
+        out->amx_permitted = amx_permitted != 0;
+        mk_probe_typed_x86(out);
+    }
+    return rc;
+}
+
 int mk_probe_read_x86(mk_x86_regs *r, uint64_t *xcr0)
 {
     if (!r || !xcr0) return -1;

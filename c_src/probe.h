@@ -90,6 +90,11 @@ typedef struct {
  * CPUID.1:ECX.OSXSAVE is clear. Returns 0, or -1 when a pointer is NULL. */
 int mk_probe_decode_x86(const mk_x86_regs *regs, uint64_t xcr0, mk_cpu_features *out);
 
+/* mk_probe_decode_x86 with the kernel's answer to the AMX permission request given
+ * (amx_permitted: what mk_probe_request_amx returned), for tests of the AMX decision. */
+int mk_probe_decode_x86_amx(const mk_x86_regs *regs, uint64_t xcr0, int amx_permitted,
+                            mk_cpu_features *out);
+
 /* Pure decoder for aarch64 Linux: hwcap/hwcap2 from getauxval, sve_vl_bytes from
  * prctl(PR_SVE_GET_VL) & 0xffff (ignored without HWCAP_SVE), midr = MIDR_EL1 or 0.
  * Returns 0, or -1 when out is NULL. */

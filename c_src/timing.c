@@ -44,12 +44,24 @@ double mk_time_ukernel_desc(const mk_ukernel_desc *uk, int64_t kc, int64_t reps)
     for (size_t i = 0; i < nb; ++i) b[i] = MK_FILL_B(i);
     for (size_t i = 0; i < ncc; ++i) c[i] = 0;
     const MK_TC alpha = 1, beta = 1;
+#ifdef MK_UKERNEL_HOT
+    /* a micro-kernel with per-thread state (driver.c): set up once, as in the GEMM */
+    MK_THREAD_SETUP();
+    for (int w = 0; w < 16; ++w)
+        MK_UKERNEL_HOT(kc, &alpha, a, b, &beta, c, nr, 1);
+    double t0 = mk_now();
+    for (int64_t r = 0; r < reps; ++r)
+        MK_UKERNEL_HOT(kc, &alpha, a, b, &beta, c, nr, 1);
+    double t = mk_now() - t0;
+    MK_THREAD_TEARDOWN();
+#else
     for (int w = 0; w < 16; ++w)
         uk->ukernel(kc, &alpha, a, b, &beta, c, nr, 1);
     double t0 = mk_now();
     for (int64_t r = 0; r < reps; ++r)
         uk->ukernel(kc, &alpha, a, b, &beta, c, nr, 1);
     double t = mk_now() - t0;
+#endif
     free(a); free(b); free(c);
     return t;
 }

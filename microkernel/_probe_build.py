@@ -75,6 +75,8 @@ typedef struct {
 } mk_cpu_features;
 
 int mk_probe_decode_x86(const mk_x86_regs *regs, uint64_t xcr0, mk_cpu_features *out);
+int mk_probe_decode_x86_amx(const mk_x86_regs *regs, uint64_t xcr0, int amx_permitted,
+                            mk_cpu_features *out);
 int mk_probe_decode_arm(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
                         uint64_t midr, mk_cpu_features *out);
 int mk_probe_decode_arm2(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,

@@ -24,6 +24,7 @@ from . import stats
 from .timing import Contender, Rounds
 
 __all__ = ["GemmEntry", "gemm_contenders", "l1_contenders", "PEAK", "l1_figures",
+           "typed_operands", "kernel_peaks", "peak_name",
            "WrongResult", "TILED_MIN", "tiled", "numpy_blas_info"]
 
 #: the peak loop's contender name in an L1 race
@@ -56,8 +57,72 @@ class GemmEntry:
     blocking: object = None
 
 
+def typed_operands(A, B, types: str, rng):
+    """(A, B) of input ``types`` (microkernel.dtypes) from a problem's float32 operands,
+    in the same layout (a transposed view stays one): floats rounded to bf16 / fp16;
+    integers drawn afresh, uniform over the whole range of the type."""
+    from .dtypes import get
+    t = get(types)
+
+    def conv(X, dtype):
+        if dtype.kind == "f" or dtype == get("bf16").dtype("a"):
+            return X.astype(dtype)
+        info = np.iinfo(dtype)
+        v = rng.integers(info.min, int(info.max) + 1, X.shape).astype(dtype)
+        return np.asfortranarray(v) if X.flags.f_contiguous and not X.flags.c_contiguous else v
+    return conv(A, t.dtype("a")), conv(B, t.dtype("b"))
+
+
+def _typed_contenders(entries, problems, *, threads, peers, seed, check, types):
+    """gemm_contenders on typed inputs: our kernels (each checked with the bound of its
+    own types: an f16h tile's fp16 accumulation), and each peer on what it offers for
+    these inputs (:func:`microkernel.peers.typed_call`, checked with the bound of its
+    arithmetic)."""
+    from . import validate
+    from .dtypes import get
+    from .gemm import gemm
+    t = get(types)
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in problems:
+        A, B = typed_operands(*p.operands(rng), types, rng)
+        C = np.empty((p.m, p.n), t.dtype("out"))
+        calls = [Contender(e.label, (lambda A=A, B=B, C=C, k=e.kernel, blk=e.blocking:
+                                     gemm(A, B, C, kernel=k, threads=threads, blocking=blk)),
+                           p.flops, p.label) for e in entries]
+        tp = {name: peers_mod.typed_call(name, A, B, types) for name in peers}
+        calls += [Contender(name, tp[name].fn, p.flops, p.label, reference=True)
+                  for name in peers]
+        if check:
+            zero = np.zeros((p.m, p.n), np.float32)
+            refs = {}
+
+            def ref(kind, A=A, B=B, zero=zero, refs=refs):
+                if kind not in refs:
+                    refs[kind] = validate.reference(A, B, zero, 1, 0, kind)
+                return refs[kind]
+            with peers_mod.limit_threads(threads, list(peers)):
+                for e, c in zip(entries, calls):
+                    C.fill(np.iinfo(np.int32).min if t.integer else np.nan)
+                    c.fn()
+                    r, bound = ref(e.kernel.spec.types)
+                    ok, _, _, detail = validate.check(C, r, bound)
+                    if not ok:
+                        raise WrongResult(f"{c.name} on {p.label} ({types}): wrong result ({detail})")
+                for name in peers:
+                    tp[name].fn()
+                    r, bound = ref(tp[name].check_types)
+                    bound = bound + tp[name].result_rounding * np.abs(r)
+                    ok, _, _, detail = validate.check(tp[name].result(), r, bound)
+                    if not ok:
+                        raise WrongResult(f"{name} ({tp[name].what}) on {p.label}: wrong "
+                                          f"result ({detail})")
+        out += calls
+    return out
+
+
 def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),
-                    seed: int = 0, check: bool = True) -> list[Contender]:
+                    seed: int = 0, check: bool = True, types: str = "f32") -> list[Contender]:
     """Contenders for ``gemm()`` with each entry (:class:`GemmEntry`, or a loaded
     Kernel) and each peer on each problem (one operand set per problem, C shared).
 
@@ -65,11 +130,18 @@ def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),
     NaN first) and compared against the float64 reference with the bound of
     :func:`microkernel.validate.reference`; a result out of bound raises
     :class:`WrongResult` naming the contender and the shape, before any timing.
+
+    ``types`` (microkernel.dtypes, default fp32): the operands of that type
+    (:func:`typed_operands`) and the peers on them (:mod:`microkernel.peers`: numpy on
+    the float32 upcast, torch on the native dtype where it has a GEMM for it).
     """
     from . import validate
     from .gemm import gemm
-    rng = np.random.default_rng(seed)
     entries = [e if isinstance(e, GemmEntry) else GemmEntry(e.label, e) for e in entries]
+    if types != "f32":
+        return _typed_contenders(entries, problems, threads=threads, peers=peers, seed=seed,
+                                 check=check, types=types)
+    rng = np.random.default_rng(seed)
     out = []
     for p in problems:
         A, B = p.operands(rng)
@@ -95,18 +167,49 @@ def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),
     return out
 
 
+def peak_name(kernel) -> str:
+    """The L1 race's name of the peak loop a kernel's module holds:
+    ``fma_peak:<isa>/<types>`` (the instruction its tiles of those types are made of)."""
+    return f"{PEAK}:{kernel.spec.isa}/{kernel.spec.types}"
+
+
+def _peak_key(kernel):
+    from .codegen import generate_peak
+    return generate_peak(kernel.spec.isa, kernel.spec.types)
+
+
+def kernel_peaks(kernels) -> dict[str, str]:
+    """{kernel label: the name of its own peak contender} (:func:`peak_name` of the
+    first kernel with the same peak loop), for :func:`l1_contenders` ``own_peaks``."""
+    first: dict = {}
+    out = {}
+    for k in kernels:
+        out[k.label] = first.setdefault(_peak_key(k), peak_name(k))
+    return out
+
+
 def l1_contenders(kernels, peak_kernel, *, kc: int = 256, reps: int = 1000,
-                  peak_iters: int = 200_000) -> list[Contender]:
+                  peak_iters: int = 200_000, own_peaks: bool = False) -> list[Contender]:
     """The FMA peak loop of ``peak_kernel``'s ISA (contender :data:`PEAK`) and the
     micro-kernel of each kernel in L1 (``reps`` calls on one packed kc-deep panel pair
     per sample), all of shape ``"L1"``. GFLOP/s come from the engine's clock around
     each call; the panels' setup inside ``mk_time_ukernel`` is (MR + NR) x kc floats,
-    well under 1% of ``reps`` calls."""
-    flops = peak_kernel.ffi.new("double *")
-    peak_kernel.lib.mk_fma_peak(1000, flops)
-    per_iter = flops[0] / 1000
-    out = [Contender(PEAK, lambda: peak_kernel.lib.mk_fma_peak(peak_iters, flops),
-                     per_iter * peak_iters, "L1")]
+    well under 1% of ``reps`` calls.
+
+    ``own_peaks``: also each kernel's own peak loop, once per distinct loop
+    (:func:`kernel_peaks` names them): vdpbf16ps for avx512bf16 tiles, tdpbf16ps for
+    amx bf16 ones, the fp32 FMA for the widening tiles, so that
+    :func:`l1_figures` can give every kernel's % of its own instruction's peak. The
+    AMX peak's iterations are scaled down (one iteration is 4 tile products, 64+
+    cycles, against 16 FMAs)."""
+    out = [_peak_contender(PEAK, peak_kernel, peak_iters)]
+    if own_peaks:
+        names = kernel_peaks(kernels)
+        seen = set()
+        for k in kernels:
+            if names[k.label] not in seen:
+                seen.add(names[k.label])
+                out.append(_peak_contender(names[k.label], k, peak_iters))
     for k in kernels:
         def ukernel(k=k):
             if k.lib.mk_time_ukernel(kc, reps) < 0:
@@ -115,19 +218,34 @@ def l1_contenders(kernels, peak_kernel, *, kc: int = 256, reps: int = 1000,
     return out
 
 
-def l1_figures(rounds: Rounds, names) -> dict[str, dict]:
+def _peak_contender(name, kernel, peak_iters):
+    flops = kernel.ffi.new("double *")
+    iters = max(1000, peak_iters // 16) if kernel.spec.isa == "amx" else peak_iters
+    kernel.lib.mk_fma_peak(1000 if kernel.spec.isa != "amx" else 100, flops)
+    per_iter = flops[0] / (1000 if kernel.spec.isa != "amx" else 100)
+    return Contender(name, lambda: kernel.lib.mk_fma_peak(iters, flops), per_iter * iters, "L1")
+
+
+def l1_figures(rounds: Rounds, names, peaks: dict | None = None) -> dict[str, dict]:
     """Per kernel in an L1 race: GFLOP/s (median) and % of the peak measured in the
-    same rounds, each with its bootstrap interval; and the peak's own GFLOP/s."""
-    peak_c = rounds.contender("L1", PEAK)
-    peak_t = rounds.matrix(PEAK)[0]
-    peak_g = peak_c.flops / peak_t / 1e9
-    out = {PEAK: _gflops_interval(peak_g)}
+    same rounds, each with its bootstrap interval; and the peak's own GFLOP/s.
+    ``peaks`` ({kernel: peak contender name}, :func:`kernel_peaks`): each kernel against
+    its own peak (default :data:`PEAK` for all); every peak gets its own entry, and
+    each kernel's entry says which (``peak``)."""
+    peaks = peaks or {}
+    out = {}
+    peak_g = {}
+    for pname in {PEAK, *peaks.values()}:
+        c = rounds.contender("L1", pname)
+        peak_g[pname] = c.flops / rounds.matrix(pname)[0] / 1e9
+        out[pname] = _gflops_interval(peak_g[pname])
     for name in names:
         c = rounds.contender("L1", name)
         g = c.flops / rounds.matrix(name)[0] / 1e9
-        iv = stats.bootstrap((g / peak_g)[None, :])
+        pname = peaks.get(name, PEAK)
+        iv = stats.bootstrap((g / peak_g[pname])[None, :])
         out[name] = {**_gflops_interval(g), "pct_peak": 100 * iv.point,
-                     "pct_peak_lo": 100 * iv.lo, "pct_peak_hi": 100 * iv.hi}
+                     "pct_peak_lo": 100 * iv.lo, "pct_peak_hi": 100 * iv.hi, "peak": pname}
     return out
 
 

@@ -3,7 +3,8 @@
 Low, Igual, Smith and Quintana-Orti, "Analytical Modeling Is Enough for
 High-Performance BLIS", ACM TOMS 43(2), 2016 (as reproduced in BLIS
 kernels/armsve/3/bli_armsve_utils.c). With W ways, N sets, C-byte lines per level
-and S = 4 bytes per fp32 element:
+and S = 4 bytes per fp32 element (typed panels: S_A and S_B bytes per element of the
+packed A and B panels, :func:`model_blocking`):
 
 * KC (L1): the B micro-panel (KC x NR) stays in L1 while A micro-panels stream:
   C_Ar = (W_L1 - 1) / (1 + NR/MR),  KC = C_Ar * N_L1 * C_L1 / (MR * S)
@@ -41,7 +42,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-__all__ = ["Blocking", "model_blocking", "FALLBACK", "NC_CAP", "A_BLOCK_L1S"]
+__all__ = ["Blocking", "model_blocking", "FALLBACK", "NC_CAP", "A_BLOCK_L1S", "panel_bytes",
+           "ELEMENT_BYTES"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
@@ -73,10 +75,34 @@ def _round_down(x: int, to: int) -> int:
     return max(to, x // to * to)
 
 
-def model_blocking(mr: int, nr: int, caches) -> Blocking:
+#: bytes of the C element types of packed panels (codegen.PanelLayout.ta / .tb)
+ELEMENT_BYTES = {"float": 4, "int32_t": 4, "uint32_t": 4, "int16_t": 2, "uint16_t": 2,
+                 "int8_t": 1, "uint8_t": 1}
+
+
+def panel_bytes(spec) -> tuple[int, int]:
+    """(bytes per element of the packed A panel, of the packed B panel) of ``spec``'s
+    module: 4 for fp32 and the widening tiles, 2 for bf16 / fp16 panels, 1 for int8
+    ones (AMX, VNNI), 2 for the int16 pairs of the vpmaddwd tiles."""
+    from .codegen import layout
+    lay = layout(spec)
+    return ELEMENT_BYTES[lay.ta], ELEMENT_BYTES[lay.tb]
+
+
+def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S) -> Blocking:
     """Blocking for an MR x NR tile from ``caches`` (probe.Cache objects with
     level, type, ways, sets, line_bytes). Falls back to :data:`FALLBACK` for any
-    level the probe could not read."""
+    level the probe could not read.
+
+    ``a_bytes`` / ``b_bytes``: bytes per element of the packed A and B panels (default
+    fp32's 4). The model is the same with S_A and S_B in place of S: the B micro-panel
+    takes KC x NR x S_B bytes of L1 against the A micro-panel's MR x KC x S_A, so
+    C_Ar = (W_L1 - 1) / (1 + NR S_B / (MR S_A)) and KC = C_Ar N_L1 C_L1 / (MR S_A); MC
+    from the A block's MC x KC x S_A (and the 2 x L1 cap), NC from the B block's
+    KC x NC x S_B. Halving the element size doubles KC for the same bytes in L1: a bf16
+    AMX tile of 32 x 32 gets KC = 352 where an fp32 one would get 176, so the C tiles'
+    load and store are spread over twice the K."""
+    sa, sb = a_bytes, b_bytes
     def level(n):
         for c in caches:
             if c.level == n and c.type in ("Data", "Unified") and c.ways and c.sets and c.line_bytes:
@@ -86,23 +112,25 @@ def model_blocking(mr: int, nr: int, caches) -> Blocking:
     if l1 is None:
         return FALLBACK
     why = []
-    c_ar = (l1.ways - 1) / (1 + nr / mr)
-    kc = max(16, int(c_ar * l1.sets * l1.line_bytes / (mr * S)) // 16 * 16)
+    c_ar = (l1.ways - 1) / (1 + nr * sb / (mr * sa))
+    kc = max(16, int(c_ar * l1.sets * l1.line_bytes / (mr * sa)) // 16 * 16)
     why.append(f"KC={kc}: L1 {l1.ways}-way x {l1.sets} sets x {l1.line_bytes} B, "
-               f"C_Ar={c_ar:.2f} ways hold the A micro-panel, {c_ar * nr / mr:.2f} the B micro-panel")
+               f"C_Ar={c_ar:.2f} ways hold the A micro-panel, {c_ar * nr * sb / (mr * sa):.2f} "
+               f"the B micro-panel" + ("" if (sa, sb) == (S, S) else
+                                       f" (panel elements of {sa} and {sb} bytes)"))
     if l2 is None:
         mc, rule, reason = FALLBACK.mc, "the default", "no L2 data, default"
     else:
-        c_ac = max(1, l2.ways // 2 - 1 - math.ceil(2 * kc * nr * S / (l2.line_bytes * l2.sets)))
-        mc = _round_down(c_ac * l2.sets * l2.line_bytes // (kc * S), mr)
+        c_ac = max(1, l2.ways // 2 - 1 - math.ceil(2 * kc * nr * sb / (l2.line_bytes * l2.sets)))
+        mc = _round_down(c_ac * l2.sets * l2.line_bytes // (kc * sa), mr)
         rule = "the L2 rule"
         reason = (f"L2 {l2.ways}-way x {l2.sets} sets, C_Ac={c_ac} of the "
                   f"{l2.ways // 2} ways given to the A block")
     l1_bytes = l1.ways * l1.sets * l1.line_bytes
-    cap = _round_down(A_BLOCK_L1S * l1_bytes // (kc * S), mr)
+    cap = _round_down(A_BLOCK_L1S * l1_bytes // (kc * sa), mr)
     if cap < mc:
         reason = (f"{rule} gives {mc} ({reason}); capped so that the A block "
-                  f"(MC x KC x {S} B) is at most {A_BLOCK_L1S} x L1 = "
+                  f"(MC x KC x {sa} B) is at most {A_BLOCK_L1S} x L1 = "
                   f"{A_BLOCK_L1S * l1_bytes // 1024} KiB")
         mc = cap
     why.append(f"MC={mc}: {reason}")
@@ -110,8 +138,8 @@ def model_blocking(mr: int, nr: int, caches) -> Blocking:
         nc = _round_down(FALLBACK.nc, nr)
         why.append(f"NC={nc}: no L3 data, default")
     else:
-        c_bc = max(1, l3.ways - 1 - math.ceil(2 * kc * mc * S / (l3.line_bytes * l3.sets)))
-        nc_model = c_bc * l3.sets * l3.line_bytes // (kc * S)
+        c_bc = max(1, l3.ways - 1 - math.ceil(2 * kc * mc * sa / (l3.line_bytes * l3.sets)))
+        nc_model = c_bc * l3.sets * l3.line_bytes // (kc * sb)
         nc = _round_down(min(nc_model, NC_CAP), nr)
         why.append(f"NC={nc}: L3 {l3.ways}-way x {l3.sets} sets gives {nc_model}, capped at {NC_CAP}")
     return Blocking(kc, mc, nc, tuple(why))

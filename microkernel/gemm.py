@@ -23,10 +23,12 @@ _BLOCKING: dict = {}
 
 def blocking_for(kernel) -> Blocking:
     """The analytical-model blocking (KC, MC, NC) for a loaded kernel on this machine."""
-    key = (kernel.mr, kernel.nr)
+    from .blocking import panel_bytes
+    sizes = panel_bytes(kernel.spec)       # typed panels: 2-byte bf16, 1-byte int8, ...
+    key = (kernel.mr, kernel.nr, sizes)
     if key not in _BLOCKING:
         from .probe import probe
-        _BLOCKING[key] = model_blocking(kernel.mr, kernel.nr, probe().caches)
+        _BLOCKING[key] = model_blocking(kernel.mr, kernel.nr, probe().caches, *sizes)
     return _BLOCKING[key]
 
 

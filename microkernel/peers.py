@@ -15,28 +15,137 @@ to a given number of threads:
 Peers are references in a race (:class:`microkernel.timing.Contender` with
 ``reference=True``): timed in every round, shown beside our tiles, never the ranking's
 denominator.
+
+Typed GEMMs (bf16, fp16, int8 inputs: :func:`typed_call`, :func:`available` with
+``types``): each peer on what it offers for those inputs, its result checked with the
+bound of its own arithmetic (:class:`TypedPeer`):
+
+* ``numpy`` on the float32 upcast of A and B (made once, outside the timing: numpy has
+  no bf16/fp16/int8 GEMM of BLAS speed), an fp32 GEMM of the same values;
+* ``torch`` on the native dtype: ``torch.matmul`` on bfloat16 / float16 tensors
+  (oneDNN on CPUs with AVX512-BF16 / AMX), whose result is bf16 / fp16 (one rounding
+  of the result: 2^-8 / 2^-11 relative); ``torch._int_mm`` (int32 out) for int8 x int8
+  where this PyTorch has it on CPU (probed once on a small product); PyTorch has no
+  u8 x s8 or u8 x u8 matmul, so those types have no torch peer;
+* ``blis``: float32 only.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import importlib.util
 
 import numpy as np
 
-__all__ = ["available", "call", "limit_threads", "describe", "PEERS"]
+__all__ = ["available", "call", "limit_threads", "describe", "PEERS", "TypedPeer",
+           "typed_call", "typed_why_not"]
 
 PEERS = ("numpy", "torch", "blis")
 
 
-def available(names=None) -> list[str]:
-    """The peers (of ``names``, default all) that can run here, numpy first."""
+def available(names=None, types: str = "f32") -> list[str]:
+    """The peers (of ``names``, default all) that can run here on inputs of ``types``
+    (microkernel.dtypes names), numpy first."""
     out = []
     for name in names or PEERS:
         if name not in PEERS:
             raise ValueError(f"unknown peer {name!r}; known: {', '.join(PEERS)}")
         if name == "numpy" or importlib.util.find_spec(name) is not None:
-            out.append(name)
+            if types == "f32" or typed_why_not(name, types) is None:
+                out.append(name)
     return out
+
+
+def typed_why_not(name: str, types: str) -> str | None:
+    """Why peer ``name`` has no GEMM on ``types`` here (None: it has one)."""
+    if name == "numpy":
+        return None
+    if name == "blis":
+        return "blis is float32 only"
+    if name == "torch":
+        if importlib.util.find_spec("torch") is None:
+            return "PyTorch is not installed"
+        if types in ("bf16", "f16", "f16h"):
+            return None
+        if types == "s8s8":
+            return _torch_int_mm_error()
+        return f"PyTorch has no {types} (u8 x s8 / u8 x u8) matmul; torch._int_mm is s8 x s8"
+    return f"unknown peer {name!r}"
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_int_mm_error() -> str | None:
+    """None when ``torch._int_mm`` multiplies int8 CPU tensors here, else why not."""
+    try:
+        import torch
+        if not hasattr(torch, "_int_mm"):
+            return f"torch {torch.__version__} has no torch._int_mm"
+        a = torch.ones((32, 64), dtype=torch.int8)
+        b = torch.ones((64, 32), dtype=torch.int8)
+        c = torch._int_mm(a, b)
+        if c.dtype != torch.int32 or int(c[0, 0]) != 64:
+            return f"torch._int_mm returned {c.dtype} {c[0, 0]!r} for 64 ones"
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure means: no int8 peer here
+        return f"torch._int_mm on CPU failed: {type(exc).__name__}: {exc}"
+
+
+@dataclasses.dataclass(frozen=True)
+class TypedPeer:
+    """A peer's GEMM on typed inputs: ``fn()`` computes, ``result()`` returns its last C
+    (a numpy array), checked against the float64 reference of ``check_types``
+    (microkernel.dtypes: "f32" for numpy's fp32 GEMM of the upcast values) plus
+    ``result_rounding`` x |C| (a bf16 / fp16 result); ``what`` says what ran."""
+    fn: object
+    result: object
+    check_types: str
+    result_rounding: float
+    what: str
+
+
+def typed_call(name: str, A: np.ndarray, B: np.ndarray, types: str) -> TypedPeer:
+    """Peer ``name``'s GEMM on A (m, k) and B (k, n) of ``types`` (see the module
+    docstring). Raises ValueError when the peer has none (:func:`typed_why_not`)."""
+    why = typed_why_not(name, types)
+    if why is not None:
+        raise ValueError(f"peer {name} on {types}: {why}")
+    m, n = A.shape[0], B.shape[1]
+    if name == "numpy":
+        A32 = np.ascontiguousarray(A, dtype=np.float32)
+        B32 = np.ascontiguousarray(B, dtype=np.float32)
+        C32 = np.empty((m, n), np.float32)
+        return TypedPeer(lambda: np.matmul(A32, B32, out=C32), lambda: C32, "f32", 0.0,
+                         "numpy.matmul on the float32 upcast (fp32 BLAS)")
+    import torch
+    if types in ("bf16", "f16", "f16h"):
+        dt = torch.bfloat16 if types == "bf16" else torch.float16
+        # bf16: numpy's ml_dtypes array -> torch through the bits (torch.from_numpy
+        # does not take ml_dtypes.bfloat16)
+        a = torch.from_numpy(np.ascontiguousarray(A).view(np.int16)).view(dt)
+        b = torch.from_numpy(np.ascontiguousarray(B).view(np.int16)).view(dt)
+        c = torch.empty((m, n), dtype=dt)
+        rounding = 2.0 ** -8 if types == "bf16" else 2.0 ** -11
+        # fp16: checked with fp16 accumulation's bound (oneDNN may accumulate in fp16)
+        return TypedPeer(lambda: torch.matmul(a, b, out=c), lambda: c.float().numpy(),
+                         "bf16" if types == "bf16" else "f16h", rounding,
+                         f"torch.matmul on {dt} ({_torch_backend()}), {dt} result")
+    a = torch.from_numpy(np.ascontiguousarray(A))
+    b = torch.from_numpy(np.ascontiguousarray(B))
+    box = {}
+
+    def fn():
+        box["c"] = torch._int_mm(a, b)
+    return TypedPeer(fn, lambda: box["c"].numpy(), types, 0.0,
+                     "torch._int_mm on int8 (int32 result)")
+
+
+def _torch_backend() -> str:
+    try:
+        import torch
+        return "oneDNN" if torch.backends.mkldnn.is_available() else "no oneDNN"
+    except Exception:  # noqa: BLE001 - informational
+        return "?"
 
 
 def call(name: str, A: np.ndarray, B: np.ndarray, C: np.ndarray):

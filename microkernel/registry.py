@@ -17,7 +17,7 @@ import functools
 from .tile import ISAS, TileSpec
 
 __all__ = ["BUILTIN", "DEFAULTS", "TYPED_DEFAULTS", "STRESS", "BENCH_SQUARES",
-           "DEVICE_AVX512", "builtin", "default", "names", "stress", "is_builtin", "spec"]
+           "DEVICE_AVX512", "DEVICE_TYPED", "typed_default", "builtin", "default", "names", "stress", "is_builtin", "spec"]
 
 #: The built-in tiles, grouped by ISA, each ISA's default first.
 BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
@@ -65,6 +65,15 @@ BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
     # integer ones (sme_s8s8_2x2v, ...: SMOPA) are generated but not built in: qemu 7.2's
     # 32-bit SMOPA is wrong (microkernel.cross.run.SMOPA_DEFECT), so they are unproven here
     "sme_2x2v", "sme_bf16_2x2v", "sme_f16_2x2v",
+    # the x86 instructions of these types (codegen/x86_typed.py, codegen/amx.py):
+    # AMX tdpbf16ps / tdpbssd / tdpbusd / tdpbuud on 2 x 2 C tiles (8 of 8 tile registers)
+    "amx_bf16_32x32", "amx_s8s8_32x32", "amx_u8s8_32x32", "amx_u8u8_32x32",
+    # AVX512-BF16 vdpbf16ps, 16 accumulators as avx512_8x32
+    "avx512bf16_8x32",
+    # AVX512-FP16 vfmadd231ph, fp16 accumulation: 8 rows x 2 vectors of 32 fp16 lanes
+    "avx512fp16_8x64",
+    # AVX512-VNNI vpdpbusd, u8 x s8 quads
+    "avx512vnni_u8s8_8x32",
 ))
 
 #: gemm()'s kernel for typed inputs: the first of each list whose ISA this CPU and OS
@@ -74,17 +83,17 @@ BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
 #: micro-kernel call enters and leaves streaming mode): name an sme tile to use it. No SME
 #: integer tile: none is built in (see BUILTIN).
 TYPED_DEFAULTS: dict[str, tuple[str, ...]] = {
-    "bf16": ("avx512_bf16_8x32_u4", "avx2_bf16_4x24_u8",
+    "bf16": ("amx_bf16_32x32", "avx512bf16_8x32", "avx512_bf16_8x32_u4", "avx2_bf16_4x24_u8",
              "svebf16_8x2v", "neonbf16_8x8", "sme_bf16_2x2v", "scalar_bf16_4x4"),
     "f16": ("avx512_f16_8x32_u4", "avx2_f16_4x24_u8",
             "neonfp16_f16_8x8", "sme_f16_2x2v", "scalar_f16_4x4"),
-    "s8s8": ("avx512_s8s8_8x32", "avx2_s8s8_4x24",
+    "s8s8": ("amx_s8s8_32x32", "avx512_s8s8_8x32", "avx2_s8s8_4x24",
              "svei8mm_s8s8_8x2v", "neoni8mm_s8s8_8x8", "neondot_s8s8_8x12",
              "scalar_s8s8_4x4"),
-    "u8s8": ("avx512_u8s8_8x32", "avx2_u8s8_4x24",
+    "u8s8": ("amx_u8s8_32x32", "avx512vnni_u8s8_8x32", "avx512_u8s8_8x32", "avx2_u8s8_4x24",
              "svei8mm_u8s8_8x2v", "neoni8mm_u8s8_8x8", "neondot_u8s8_8x12",
              "scalar_u8s8_4x4"),
-    "u8u8": ("avx512_u8u8_8x32", "avx2_u8u8_4x24",
+    "u8u8": ("amx_u8u8_32x32", "avx512_u8u8_8x32", "avx2_u8u8_4x24",
              "svei8mm_u8u8_8x2v", "neoni8mm_u8u8_8x8", "neondot_u8u8_8x12",
              "scalar_u8u8_4x4"),
 }
@@ -104,6 +113,12 @@ DEFAULTS: dict[str, str] = {
     "svei8mm": "svei8mm_s8s8_8x2v",
     "svebf16": "svebf16_8x2v",
     "sme": "sme_2x2v",
+    # the typed x86 ISAs: the tile of their first types (the sweep and bench take the
+    # default of other types from TYPED_DEFAULTS)
+    "avx512bf16": "avx512bf16_8x32",
+    "avx512fp16": "avx512fp16_8x64",
+    "avx512vnni": "avx512vnni_u8s8_8x32",
+    "amx": "amx_bf16_32x32",
 }
 
 #: User-shaped tiles the C harnesses stress beside the built-ins: odd MR, NR of 1 to 3
@@ -114,6 +129,14 @@ STRESS: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
 
 #: Square sizes of the benchmark suites (bench/test_bench_tiles.py)
 BENCH_SQUARES: tuple[int, ...] = (256, 512, 1024, 2048)
+
+#: The new x86 typed tiles and the variants the device script validates, times in L1
+#: and races on the lent Sapphire Rapids host (``bash bench/device_cpu.sh types``)
+DEVICE_TYPED: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
+    "amx_bf16_32x32", "amx_s8s8_32x32", "amx_u8s8_32x32", "amx_u8u8_32x32",
+    "amx_bf16_16x32", "amx_bf16_32x16", "avx512bf16_8x32", "avx512bf16_8x32_u4",
+    "avx512fp16_8x64", "avx512fp16_8x64_u4", "avx512vnni_u8s8_8x32",
+))
 
 #: AVX-512 tiles raced on the lent Sapphire Rapids host (bench/device_cpu.sh)
 DEVICE_AVX512: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
@@ -142,6 +165,18 @@ def default(isa: str) -> TileSpec:
     if isa not in DEFAULTS:
         raise KeyError(f"no default tile for ISA {isa!r}; ISAs: {', '.join(ISAS)}")
     return TileSpec.from_name(DEFAULTS[isa])
+
+
+def typed_default(isa: str, types: str) -> TileSpec | None:
+    """The default tile of ``isa`` for input ``types``: the entry of
+    :data:`TYPED_DEFAULTS` (``DEFAULTS`` for fp32) of that ISA, else the first
+    built-in of both, else None."""
+    if types == "f32":
+        return default(isa) if ISAS[isa].implied == "f32" else None
+    for name in TYPED_DEFAULTS.get(types, ()):
+        if spec(name).isa == isa:
+            return spec(name)
+    return next((s for s in BUILTIN if s.isa == isa and s.types == types), None)
 
 
 def names(isa: str | None = None, types: str | None = None) -> list[str]:

@@ -34,7 +34,7 @@ from . import stats
 from .tile import ISAS, TileError, TileSpec, register_budget
 
 __all__ = ["candidates", "SweepRow", "sweep", "predicted", "search_blocking",
-           "SweepError"]
+           "SweepError", "sweep_isa"]
 
 
 class SweepError(ValueError):
@@ -42,27 +42,34 @@ class SweepError(ValueError):
 
 
 def candidates(isa: str, mrs=None, nrs=None, max_shapes: int = 16,
-               vector_bits: int | None = None) -> list[TileSpec]:
-    """Tile shapes for ``isa``: every MR x NR with MR*NR/lanes >= FMA latency x FMA
-    units (hides FMA latency) and accumulators + B vectors + 1 <= vector registers.
+               vector_bits: int | None = None, types: str | None = None) -> list[TileSpec]:
+    """Tile shapes for ``isa`` (and input ``types``, default the ISA's implied ones):
+    every MR x NR with MR*NR/lanes >= FMA latency x FMA units (hides FMA latency) and
+    accumulators + B vectors + 1 <= vector registers.
 
     ``mrs``/``nrs`` restrict the search (NR in lanes; for SVE in vectors). When more
     than ``max_shapes`` remain, the ones using the most registers are kept (at least
     one per vector width), since they amortise B loads best.
+
+    AMX: MR of 8, 16, 32, 48 or 64 rows and NR of 16 to 128 columns whose C, A and B
+    tiles fit the 8 tile registers, *all* of them (a handful: only 2 x 2 C tiles meet
+    the 4-tile latency bound, and the sweep is there to measure the others against it).
     """
     info = ISAS[isa]
     lanes = info.lanes or 1
+    types = types or info.implied
     cands = []
+    mr_range = (8, 16, 32, 48, 64) if isa == "amx" else range(1, 33)
     for nv in range(1, 9):
         nr = nv if info.lanes is None else nv * lanes
         if nrs and nr not in nrs:
             continue
-        for mr in (mrs or range(1, 33)):
+        for mr in (mrs or mr_range):
             try:
-                spec = TileSpec(isa, mr, nr)
+                spec = TileSpec(isa, mr, nr, types=types)
             except TileError:
                 continue
-            if not mrs and not register_budget(spec).hides_fma_latency:
+            if not mrs and isa != "amx" and not register_budget(spec).hides_fma_latency:
                 continue
             cands.append(spec)
     if len(cands) > max_shapes:
@@ -156,7 +163,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
           margin: float = stats.DEFAULT_MARGIN, budget: float = 90.0,
           min_rounds: int = 5, max_rounds: int = 40, l1_rounds: int = 9,
           min_time: float = 0.02, peers=None, seed: int = 0, progress=None,
-          blocking_search: bool = False) -> dict:
+          blocking_search: bool = False, types: str | None = None) -> dict:
     """Run the sweep (see the module docstring); returns a JSON-serialisable dict:
     ``rows`` (SweepRow dicts, ranked), ``verdict`` (stats.Verdict.as_dict()),
     ``winner`` (the leader when separated, else None), ``leader``, ``ties``,
@@ -165,25 +172,31 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     best with interval), ``race`` (rounds, why it stopped, seconds, budget),
     ``samples`` (every sample of both races).
 
+    ``types`` (microkernel.dtypes; default the ISA's implied types, f32 for the fp32
+    ISAs): tiles of those input types, operands of that type in the workload race
+    (:func:`microkernel.bench.typed_operands`), the peers on them; the default ISA is
+    then the one of gemm()'s kernel for those types (:func:`sweep_isa`).
+
     Raises SweepError when no tile is a candidate or none passes validation,
     IsaUnavailableError when ``isa`` cannot run here (use :func:`predicted`).
     """
     from . import bench, peers as peers_mod
-    from .dispatch import IsaUnavailableError, best_isa, default_tile, usable_isas
+    from .dispatch import IsaUnavailableError, usable_isas
     from .timing import Race, Rounds
     from .workloads import load
 
     progress = progress or (lambda text: None)
-    isa = isa or best_isa()
+    isa = isa or sweep_isa(types)
+    types = types or ISAS[isa].implied or ISAS[isa].types[0]
     if isa not in usable_isas():
         raise IsaUnavailableError(f"{isa} cannot run here; microkernel.sweep.predicted() "
                                   f"ranks its tiles statically")
-    specs = candidates(isa, mrs, nrs, max_shapes)
+    specs = candidates(isa, mrs, nrs, max_shapes, types=types)
     if not specs:
-        raise SweepError(f"no {isa} tile fits the register and latency bounds for "
+        raise SweepError(f"no {isa} {types} tile fits the register and latency bounds for "
                          f"--mr {mrs or 'any'} --nr {nrs or 'any'}")
-    default = default_tile(isa)
-    if not (mrs or nrs) and default not in specs:
+    default = _default(isa, types)
+    if not (mrs or nrs) and default is not None and default not in specs:
         specs.append(default)   # gemm()'s default (k-unrolled on x86): ranked beside them
     all_problems = load(workload, scale)
     problems = bench.tiled(all_problems)
@@ -207,12 +220,13 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
         rows[k.name].l1 = {x: v for x, v in l1_fig[k.label].items() if x != "rounds"}
 
     # 2. the workload race
-    peer_names = peers_mod.available(peers) if peers is not None else peers_mod.available()
+    peer_names = (peers_mod.available(peers, types=types) if peers is not None else
+                  peers_mod.available(types=types))
     progress(f"workload race: checking {len(kernels)} tiles and {len(peer_names)} peers "
              f"on {len(problems)} shapes against float64")
     with peers_mod.limit_threads(threads, peer_names):
         contenders = bench.gemm_contenders(kernels, problems, threads=threads,
-                                           peers=peer_names, seed=seed)
+                                           peers=peer_names, seed=seed, types=types)
         rounds = Rounds(contenders, min_time=min_time, pause=0.3 if threads > 1 else 0.0,
                         seed=seed, progress=lambda t: progress(
                             f"workload race: {t}, {len(race.active)} tiles left"))
@@ -239,7 +253,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     shapes = _per_shape(rounds, problems, [n for n in v.ties] + [n for n in v.behind
                                                                  if n not in result.dropped],
                         peer_names)
-    out = {"isa": isa, "workload": workload, "scale": scale, "threads": threads,
+    out = {"isa": isa, "types": types, "workload": workload, "scale": scale, "threads": threads,
            "problems": [p.label for p in all_problems],
            "ranked_problems": [p.label for p in problems],
            "gemv_problems": [p.label for p in all_problems if p not in problems],
@@ -248,14 +262,15 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
            "peak_gflops": l1_fig[bench.PEAK]["gflops"],
            "rows": [dataclasses.asdict(r) for r in ranked],
            "verdict": v.as_dict(), "leader": v.leader, "ties": list(v.ties),
-           "winner": v.leader if v.separated else None, "default": default.name,
+           "winner": v.leader if v.separated else None,
+           "default": default.name if default is not None else None,
            "shapes": shapes,
            "race": {"rounds": result.rounds, "stopped": result.stopped,
                     "seconds": result.seconds, "budget": budget, "margin": margin,
                     "level": v.level, "min_rounds": min_rounds, "max_rounds": max_rounds,
                     "dropped": result.dropped, "min_time": min_time},
            "samples": {"l1": l1.samples(), "workload": rounds.samples()}}
-    if workload == "minilm":
+    if workload == "minilm" and types == "f32":
         from .dispatch import get_kernel
         from .minilm import run_layer
         layer = run_layer(get_kernel(v.leader))
@@ -288,8 +303,32 @@ def _per_shape(rounds, problems, names, peer_names) -> list[dict]:
     return out
 
 
+def sweep_isa(types: str | None = None) -> str:
+    """The ISA a sweep of input ``types`` takes by default: the best usable fp32 ISA for
+    f32 (or None); else the ISA of gemm()'s kernel for those types here (the first usable
+    one of :data:`microkernel.registry.TYPED_DEFAULTS`: amx before avx512bf16 before the
+    widening avx512 / avx2 tiles), or of the first usable built-in of them (f16h)."""
+    from . import registry
+    from .dispatch import IsaUnavailableError, best_isa, usable_isas
+    if types in (None, "f32"):
+        return best_isa()
+    usable = usable_isas()
+    names = registry.TYPED_DEFAULTS.get(types) or registry.names(types=types)
+    for name in names:
+        if registry.spec(name).isa in usable:
+            return registry.spec(name).isa
+    raise IsaUnavailableError(f"no ISA that runs here takes {types} (built-ins: "
+                              f"{', '.join(names)})")
+
+
+def _default(isa: str, types: str):
+    """gemm()'s default tile of ``isa`` for ``types`` (None when it has none)."""
+    from . import registry
+    return registry.typed_default(isa, types)
+
+
 def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
-              mcpu: str | None = None, progress=None) -> dict:
+              mcpu: str | None = None, progress=None, types: str | None = None) -> dict:
     """A static ranking for an ISA this machine need not run: each candidate is
     generated and compiled (not executed), its inner K loop read from the object code,
     and llvm-mca (``-mcpu``, default per ISA) predicts cycles per k step. Ranked by
@@ -301,15 +340,15 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     Raises SweepError when no tile is a candidate or no tile could be analysed (the
     message names what is missing, e.g. llvm-mca or the cross compiler).
     """
-    from .dispatch import default_tile
     from . import analysis as analysis_report
     progress = progress or (lambda text: None)
-    specs = candidates(isa, mrs, nrs, max_shapes)
+    types = types or ISAS[isa].implied or ISAS[isa].types[0]
+    specs = candidates(isa, mrs, nrs, max_shapes, types=types)
     if not specs:
-        raise SweepError(f"no {isa} tile fits the register and latency bounds for "
+        raise SweepError(f"no {isa} {types} tile fits the register and latency bounds for "
                          f"--mr {mrs or 'any'} --nr {nrs or 'any'}")
-    default = default_tile(isa)
-    if not (mrs or nrs) and default not in specs:
+    default = _default(isa, types)
+    if not (mrs or nrs) and default is not None and default not in specs:
         specs.append(default)
     rows, errors = [], []
     for spec in specs:
@@ -318,7 +357,7 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
         row = {"name": spec.name, "mr": spec.mr, "nr": spec.nr, "k_unroll": spec.k_unroll,
                "registers": f"{b.needed}/{b.available}", "is_default": spec == default,
                "spills": None, "predicted_cycles_per_k": None, "fmas_per_k":
-               spec.mr * spec.vectors_per_row, "predicted_utilisation": None, "error": ""}
+               b.accumulators, "predicted_utilisation": None, "error": ""}
         try:
             rep = analysis_report.report(spec, measure=False, mcpu=mcpu)
             row["spills"] = rep.get("spills")
@@ -339,8 +378,8 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     # absorbs the stack traffic, a real core's load ports and store forwarding do not
     rows.sort(key=lambda r: (bool(r["spills"]), -(r["predicted_utilisation"] or -1)))
     mc = next((r.get("mcpu") for r in rows if r.get("mcpu")), mcpu)
-    return {"isa": isa, "predicted": True, "mcpu": mc, "rows": rows,
-            "leader": rows[0]["name"], "default": default.name}
+    return {"isa": isa, "types": types, "predicted": True, "mcpu": mc, "rows": rows,
+            "leader": rows[0]["name"], "default": default.name if default is not None else None}
 
 
 def search_blocking(kernel, problems, threads: int = 1, *, rounds: int = 5,

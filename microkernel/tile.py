@@ -83,14 +83,15 @@ class IsaInfo:
 
 
 _INT_TYPES = ("s8s8", "u8s8", "u8u8")
+#: the AVX-512 base flags every x86 typed ISA's module gets besides its own
+_AVX512_FLAGS = ("-mavx512f", "-mavx512vl", "-mavx512dq", "-mavx512bw", "-mavx2", "-mfma")
 
 ISAS: dict[str, IsaInfo] = {
     "scalar": IsaInfo("scalar", "any", 1, 16, 4, 2, (),
                       types=("f32", "bf16", "f16") + _INT_TYPES),
     "avx2": IsaInfo("avx2", "x86_64", 8, 16, 4, 2, ("-mavx2", "-mfma"),
                     types=("f32", "bf16", "f16") + _INT_TYPES),
-    "avx512": IsaInfo("avx512", "x86_64", 16, 32, 4, 2,
-                      ("-mavx512f", "-mavx512vl", "-mavx512dq", "-mavx512bw", "-mavx2", "-mfma"),
+    "avx512": IsaInfo("avx512", "x86_64", 16, 32, 4, 2, _AVX512_FLAGS,
                       types=("f32", "bf16", "f16") + _INT_TYPES),
     "neon": IsaInfo("neon", "aarch64", 4, 32, 4, 2, ("-march=armv8-a",), types=("f32",)),
     "sve": IsaInfo("sve", "aarch64", None, 32, 4, 2, ("-march=armv8.2-a+sve",), types=("f32",)),
@@ -128,11 +129,35 @@ ISAS: dict[str, IsaInfo] = {
                    needs=(("bf16", "sme_b16f32", ()), ("f16", "sme_f16f32", ()),
                           ("s8s8", "sme_i8i32", ()), ("u8s8", "sme_i8i32", ()),
                           ("u8u8", "sme_i8i32", ()))),
+    # -- x86 typed ISAs (microkernel.codegen.x86_typed, .amx): each serves its own types
+    # only; ``lanes`` counts C columns per vector (fp32 or int32: 16 per zmm; the fp16
+    # accumulators of avx512fp16: 32), for amx the 16 fp32/int32 columns of a C tile.
+    # AVX512-BF16 vdpbf16ps: bf16 pairs along K, fp32 accumulation (Intel SDM vol. 2C,
+    # VDPBF16PS); 4-cycle latency on two ports as the fp32 FMA (Intel optimization manual)
+    "avx512bf16": IsaInfo("avx512bf16", "x86_64", 16, 32, 4, 2,
+                          _AVX512_FLAGS + ("-mavx512bf16",), types=("bf16",), implied="bf16"),
+    # AVX512-FP16 vfmadd231ph: 32 fp16 lanes, fp16 accumulation (SDM vol. 2C, VFMADD*PH)
+    "avx512fp16": IsaInfo("avx512fp16", "x86_64", 32, 32, 4, 2,
+                          _AVX512_FLAGS + ("-mavx512fp16",), types=("f16h",), implied="f16h"),
+    # AVX512-VNNI vpdpbusd: u8 x s8 quads along K into int32 lanes (SDM vol. 2C, VPDPBUSD)
+    "avx512vnni": IsaInfo("avx512vnni", "x86_64", 16, 32, 5, 2,
+                          _AVX512_FLAGS + ("-mavx512vnni",), types=("u8s8",), implied=None),
+    # AMX: 8 tile registers of 16 rows x 64 bytes (tmm0-7); a C tile is 16 x 16 fp32 or
+    # int32, ``vector_registers`` counts tile registers (register_budget below).
+    # fma_latency / fma_units are in units of one TMUL issue: tdp* issue once per 16
+    # cycles and their result is ready after ~4 issues (the issue 21 measurement: four
+    # independent tdpbf16ps reach the peak), so 4 C tiles hide the latency.
+    "amx": IsaInfo("amx", "x86_64", 16, 8, 4, 1,
+                   _AVX512_FLAGS + ("-mamx-tile", "-mamx-bf16", "-mamx-int8"),
+                   types=("bf16",) + _INT_TYPES, implied=None),
 }
 
 #: ZA holds four 32-bit tiles (Arm ARM, "ZA array"): an sme tile of MR x NR vectors uses
 #: MR * NR of them
 SME_ZA_TILES = 4
+
+#: rows of one AMX tile register (palette 1: 16 rows x 64 bytes; Intel SDM vol. 1, 18.2)
+AMX_TILE_ROWS = 16
 
 DEFAULT_K_UNROLL = 1  # u2/u4 made GCC 12 -O3 spill near-full tiles (microkernel asm; see docs)
 
@@ -149,12 +174,15 @@ class TileSpec:
     Parameters
     ----------
     isa : str
-        A key of :data:`ISAS` (``scalar``, ``avx2``, ``avx512``, ``neon``, ``sve``).
+        A key of :data:`ISAS` (``scalar``, ``avx2``, ``avx512``, ``neon``, ``sve``, the
+        x86 typed ``avx512bf16``, ``avx512fp16``, ``avx512vnni``, ``amx``).
     mr : int
-        Rows of the C register tile (A values broadcast per k step).
+        Rows of the C register tile (A values broadcast per k step); for ``amx`` at
+        most 16 or a multiple of 16 (rows of C tiles).
     nr : int
-        Columns of the C register tile, in fp32 lanes; for ``sve`` it counts
-        *vectors* (NR = nr * VL/32 lanes at run time).
+        Columns of the C register tile, in lanes of C (fp32 or int32; avx512fp16: its
+        fp16 accumulator lanes); for ``sve`` it counts *vectors* (NR = nr * VL/32 lanes
+        at run time).
     k_unroll : int
         Copies of the k-step body in the inner loop (default 1: with 2 or 4, GCC 12 -O3
         spilled near-full tiles such as avx2_6x16 to the stack; `microkernel asm` shows it).
@@ -197,7 +225,8 @@ class TileSpec:
         lanes = self.info.lanes
         if lanes is not None and self.nr % lanes:
             raise TileError(
-                f"{self.isa} tile NR={self.nr} is not a multiple of its {lanes} fp32 lanes")
+                f"{self.isa} tile NR={self.nr} is not a multiple of its {lanes} "
+                f"{'fp32' if self.info.implied == 'f32' else 'C'} lanes")
         if self.mr > 64 or self.vectors_per_row > 64:
             raise TileError(f"tile {self.mr}x{self.nr} is beyond any register file")
         form = self.info.form
@@ -207,9 +236,17 @@ class TileSpec:
         if form == "mopa" and self.mr * self.nr > SME_ZA_TILES:
             raise TileError(f"{self.isa} tile {self.mr}x{self.nr}v needs {self.mr * self.nr} "
                             f"32-bit ZA tiles; ZA has {SME_ZA_TILES} (e.g. sme_2x2v, sme_1x4v)")
+        if self.isa == "amx" and self.mr > AMX_TILE_ROWS and self.mr % AMX_TILE_ROWS:
+            raise TileError(f"{self.name}: an AMX tile's MR is at most {AMX_TILE_ROWS} (one "
+                            f"row of tiles of MR rows) or a multiple of {AMX_TILE_ROWS}")
         budget = register_budget(self)
         # Scalar tiles are never refused: they are the portable fallback, and their
         # operands can come from memory; `microkernel asm` shows what the compiler did.
+        if budget.needed > budget.available and self.isa == "amx":
+            raise TileError(
+                f"{self.name} needs {budget.needed} tile registers ({budget.accumulators} C "
+                f"tiles + {budget.broadcasts} A tiles + {budget.b_vectors} B tiles) but AMX "
+                f"has {budget.available} (tmm0-7)")
         if budget.needed > budget.available and self.isa != "scalar":
             raise TileError(
                 f"{self.name} needs {budget.needed} vector registers "
@@ -363,7 +400,15 @@ def register_budget(spec: TileSpec) -> RegisterBudget:
     * ``fma16``: fp16 accumulators of 8 lanes (f16h) or fp32 ones of 4 (FMLAL, f16),
       NR/8 B vectors of 8 fp16, one A vector of 8 fp16 values (lanes picked);
     * ``mopa`` (SME): ZA tiles hold the accumulators, MR + NR vectors of A and B per k
-      step out of the 32 Z registers."""
+      step out of the 32 Z registers.
+
+    AMX counts tile registers instead: ``accumulators`` the C tiles (ceil(MR/16) x
+    NR/16, each up to 16 rows x 16 fp32/int32 columns), ``broadcasts`` the A tiles (one
+    per row of C tiles: MR rows x 64 bytes of K), ``b_vectors`` the B tiles (one per
+    column of C tiles: 64 bytes of K in pairs or quads x 16 columns); all of them live
+    at once in the K loop, so C + A + B <= 8 (tmm0-7; Intel SDM vol. 1, 18.2, palette
+    1). amx_bf16_32x32: 2 x 2 C + 2 A + 2 B = 8. ``min_accumulators`` is 4 C tiles
+    (IsaInfo("amx"): latency in TMUL issues)."""
     info = spec.info
     vpr = spec.vectors_per_row
     form = info.form
@@ -382,6 +427,11 @@ def register_budget(spec: TileSpec) -> RegisterBudget:
             acc = spec.mr * vpr * (2 if wide else 1)
             bv, av = vpr, -(-spec.mr // 8)
         return RegisterBudget(acc, bv, av, info.vector_registers, lat)
+    if spec.isa == "amx":
+        row_tiles = -(-spec.mr // AMX_TILE_ROWS)
+        return RegisterBudget(accumulators=row_tiles * vpr, b_vectors=vpr,
+                              broadcasts=row_tiles, available=info.vector_registers,
+                              min_accumulators=info.fma_latency * info.fma_units)
     return RegisterBudget(
         accumulators=spec.mr * vpr,
         b_vectors=vpr,

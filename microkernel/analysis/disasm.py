@@ -49,7 +49,7 @@ SYNTAX = "intel"
 #: per architecture: the syntax of its listings ("a64": the Arm ARM's)
 SYNTAXES = {"x86_64": "intel", "aarch64": "a64"}
 #: ISAs whose kernels are x86-64 code
-X86_ISAS = ("avx512", "avx2", "scalar")
+X86_ISAS = tuple(isa for isa, info in ISAS.items() if info.arch in ("x86_64", "any"))
 #: ISAs whose kernels are aarch64 code (the fp32 ones and the typed ones of issue 22)
 A64_ISAS = tuple(isa for isa, info in ISAS.items() if info.arch == "aarch64")
 #: flags of an aarch64 object besides the ISA's own, as an Arm host builds the kernel
@@ -63,7 +63,7 @@ _MEM_RE = re.compile(
     r"(?:(?P<size>BYTE|WORD|DWORD|QWORD|TBYTE|XMMWORD|YMMWORD|ZMMWORD|OWORD)\s+"
     r"(?P<kind>PTR|BCST)\s+)?(?:[a-z]s:)?\[(?P<addr>[^\]]*)\](?P<att_bcst>\{1to\d+\})?",
     re.IGNORECASE)
-_VREG_RE = re.compile(r"\b([xyz]mm\d+)\b")
+_VREG_RE = re.compile(r"\b([xyzt]mm\d+)\b")   # tmm: AMX tile registers
 # A64 SIMD&FP and SVE registers: v0-v31 (q/d/s/h/b views), z0-z31
 _A64_VREG_RE = re.compile(r"\b([vqdshbz])([0-9]|[12][0-9]|3[01])\b")
 _SIZE_BYTES = {"byte": 1, "word": 2, "dword": 4, "qword": 8, "tbyte": 10,

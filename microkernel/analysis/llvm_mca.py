@@ -153,7 +153,7 @@ def default_mcpu(isa: str, cpu_info=None) -> str:
         known = _mca_cpus(exe, TRIPLES["aarch64"]) if exe else frozenset()
         return next((c for c in prefs if not known or c in known), prefs[0])
     known = _mca_cpus(exe) if exe else frozenset()
-    if isa == "avx512":
+    if isa == "avx512" or "-mavx512f" in ISAS[isa].cflags:   # and the typed AVX-512 / AMX ISAs
         for c in ("sapphirerapids", "icelake-server", "skylake-avx512"):
             if not known or c in known:
                 return c
@@ -219,7 +219,8 @@ def checked_mcpu(isa: str, mcpu: str | None = None, fma_units: int = 2) -> tuple
     same family, znver3 -> znver2 on LLVM 14; aarch64: the rest of
     :data:`A64_MCPUS`), and the note says so. Without llvm-mca: (default, "")."""
     a64 = _arch(isa) == "aarch64"
-    isa_v = isa if isa in ("avx512", "avx2", "neon", "sve") else ("neon" if a64 else "avx2")
+    isa_v = isa if isa in ("avx512", "avx2", "neon", "sve") else (
+        "neon" if a64 else "avx512" if "-mavx512f" in ISAS[isa].cflags else "avx2")
     chosen = mcpu or default_mcpu(isa)
     exe = _llvm_mca()
     if exe is None:
@@ -277,7 +278,7 @@ def _mca_source(loop_asm: str | LoopInfo, arch: str = "x86_64") -> str:
             ops = re.sub(r"\s*<[^>]*>", "", ops)
         else:
             regs = i.vector_registers()
-            bits = {"x": 128, "y": 256, "z": 512}[regs[0][0]] if regs else 128
+            bits = {"x": 128, "y": 256, "z": 512}.get(regs[0][0], 128) if regs else 128
 
             def bcst(m):
                 elem = 32 if m.group(1).upper() == "DWORD" else 64

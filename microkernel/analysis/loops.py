@@ -8,8 +8,15 @@ unrolled main loop, so per-k counts are per-iteration counts divided by ``k_unro
 What is counted (:class:`LoopInfo`), per architecture:
 
 x86-64 (Intel syntax; instruction classes from the Intel SDM vol. 2)
-    FMAs ``vfmadd*``/``vfmsub*``/``vfnmadd*``/``vfnmsub*`` and their fp lanes (from
-    the register width); separate multiplies and adds; vector loads (memory operands
+    FMAs ``vfmadd*``/``vfmsub*``/``vfnmadd*``/``vfnmsub*`` (ps, pd and AVX512-FP16's
+    ph: 32 lanes per zmm) and their lanes (from the register width); the dot-product
+    multiply-adds of the typed tiles count as FMAs too, with 2 flops per product:
+    ``vdpbf16ps`` (16 fp32 lanes per zmm, 2 products each), ``vpdpbusd[s]`` (4),
+    ``vpdpwssd[s]`` and ``vpmaddwd`` (2), and the AMX tile products ``tdpbf16ps``,
+    ``tdpfp16ps`` (256 lanes of a full 16 x 16 C tile, 32 products each) and
+    ``tdpbssd``/``tdpbsud``/``tdpbusd``/``tdpbuud`` (64 each); AMX ``tileloadd`` and
+    ``tilestored`` are counted apart (``tile_loads``, ``tile_stores``); separate
+    multiplies and adds; vector loads (memory operands
     of 16 bytes or more, also when folded into an arithmetic op); broadcasts
     (``vbroadcastss`` and embedded-broadcast operands, which objdump prints as
     ``DWORD BCST [..]`` and LLVM as ``DWORD PTR [..]{1to16}``); spills and reloads:
@@ -54,10 +61,24 @@ from .disasm import Instruction, _spec, arch_of, disassemble, parse, split_opera
 __all__ = ["LoopInfo", "find_loops", "all_loops", "inner_loop", "loop_of", "spills", "count",
            "a64_access"]
 
-_FMA_RE = re.compile(r"^v?f(?:n)?m(?:add|sub)(?:sub|add)?(?:132|213|231)?([ps])([sd])$")
+_FMA_RE = re.compile(r"^v?f(?:n)?m(?:add|sub)(?:sub|add)?(?:132|213|231)?([ps])([sdh])$")
+#: multiply-accumulate instructions that sum several products per lane (Intel SDM vol.
+#: 2): mnemonic -> (bits of one output lane, products per lane). AVX512-BF16
+#: vdpbf16ps (bf16 pairs), AVX512-VNNI / AVX-VNNI vpdpbusd[s] (u8 x s8 quads),
+#: vpdpwssd[s] (int16 pairs), and vpmaddwd (int16 pairs summed into int32 lanes, the
+#: multiply of the integer tiles: no accumulate, a vpaddd follows).
+_DOT = {"vdpbf16ps": (32, 2), "vpdpbusd": (32, 4), "vpdpbusds": (32, 4),
+        "vpdpwssd": (32, 2), "vpdpwssds": (32, 2), "vpmaddwd": (32, 2)}
+#: AMX tile dot products (SDM, TDPBF16PS, TDPFP16PS, TDPBSSD/TDPBSUD/TDPBUSD/TDPBUUD) ->
+#: products per output element of a full tile (16 rows x 64 bytes: 16 pairs of bf16 /
+#: fp16, 16 quads of bytes); the output lanes are those of a full C tile, 16 x 16
+#: (the configured shape is not in the instruction)
+_TDP = {"tdpbf16ps": 32, "tdpfp16ps": 32, "tdpbssd": 64, "tdpbsud": 64, "tdpbusd": 64,
+        "tdpbuud": 64}
+_TILE_LANES = 256
 _MUL_RE = re.compile(r"^v?mul([ps])([sd])$")
 _ADD_RE = re.compile(r"^v?(?:add|sub)([ps])([sd])$")
-_BCAST_RE = re.compile(r"^v(?:p)?broadcast(?:ss|sd|d|q|f32x\d|f64x\d|i32x\d|i64x\d)$")
+_BCAST_RE = re.compile(r"^v(?:p)?broadcast(?:ss|sd|b|w|d|q|f32x\d|f64x\d|i32x\d|i64x\d)$")
 _REG_BITS = {"x": 128, "y": 256, "z": 512}
 
 _A64_FMA = {"fmla", "fmls", "fnmla", "fnmls", "fmad", "fmsb", "fnmad", "fnmsb",
@@ -110,6 +131,8 @@ class LoopInfo:
     fma_by_element: int = 0        # A64 FMAs with an indexed operand (v1.s[0])
     fma_predicated: int = 0        # SVE FMAs with a governing predicate (p0/m)
     scalable: bool = False         # SVE arithmetic: lanes counted as vectors
+    tile_loads: int = 0            # AMX tileloadd (one tile register of rows each)
+    tile_stores: int = 0           # AMX tilestored
 
     @property
     def instructions_total(self) -> int:
@@ -156,7 +179,7 @@ class LoopInfo:
         keys = ("fmas", "fma_lanes", "fma_by_element", "fma_predicated", "muls", "adds",
                 "flops", "vector_loads", "broadcasts", "embedded_broadcasts",
                 "scalar_loads", "stores", "stack_loads", "stack_stores", "spills",
-                "instructions")
+                "tile_loads", "tile_stores", "instructions")
         per_iter = {k: (self.instructions_total if k == "instructions" else getattr(self, k))
                     for k in keys}
         return {"per_iteration": per_iter,
@@ -192,7 +215,7 @@ def _uses_frame_pointer(ins: list[Instruction]) -> bool:
 def _zero_counts() -> dict:
     return dict(fmas=0, fma_lanes=0, muls=0, adds=0, flops=0, vector_loads=0, broadcasts=0,
                 embedded_broadcasts=0, scalar_loads=0, stores=0, stack_loads=0,
-                stack_stores=0)
+                stack_stores=0, tile_loads=0, tile_stores=0)
 
 
 # -- x86-64 -----------------------------------------------------------------------------
@@ -203,7 +226,7 @@ def _lanes(ins: Instruction, packed: str, elem: str) -> int:
         return 1
     regs = ins.vector_registers()
     bits = _REG_BITS[regs[0][0]] if regs else 128
-    return bits // (32 if elem == "s" else 64)
+    return bits // {"s": 32, "d": 64, "h": 16}[elem]
 
 
 def _count_x86(body: list[Instruction], c: dict, frame_pointer: bool) -> None:
@@ -216,6 +239,22 @@ def _count_x86(body: list[Instruction], c: dict, frame_pointer: bool) -> None:
             c["fmas"] += 1
             c["fma_lanes"] += lanes
             c["flops"] += 2 * lanes
+        elif mn in _DOT:
+            regs = ins.vector_registers()
+            lanes = (_REG_BITS[regs[0][0]] if regs else 128) // _DOT[mn][0]
+            c["fmas"] += 1
+            c["fma_lanes"] += lanes
+            c["flops"] += 2 * lanes * _DOT[mn][1]
+        elif mn in _TDP:
+            c["fmas"] += 1
+            c["fma_lanes"] += _TILE_LANES
+            c["flops"] += 2 * _TILE_LANES * _TDP[mn]
+        elif mn in ("tileloadd", "tileloaddt1"):
+            c["tile_loads"] += 1
+            continue
+        elif mn == "tilestored":
+            c["tile_stores"] += 1
+            continue
         elif (m := _MUL_RE.match(mn)):
             c["muls"] += 1
             c["flops"] += _lanes(ins, *m.groups())
@@ -383,7 +422,7 @@ def count(body: list[Instruction], k_unroll: int, frame_pointer: bool) -> LoopIn
     for ins in body:
         vregs.update(ins.vector_registers())
     if any(r.startswith("z") for r in vregs):      # v<n> and z<n> are one register
-        vregs = {"z" + r[1:] for r in vregs}
+        vregs = {r if r.startswith("tmm") else "z" + r[1:] for r in vregs}
     return LoopInfo(start=min(i.address for i in body), end=max(i.address for i in body),
                     instructions=tuple(body), k_unroll=k_unroll,
                     vector_registers=tuple(sorted(vregs, key=_reg_key)),

@@ -26,8 +26,15 @@ def expected(spec: TileSpec) -> dict:
     :mod:`microkernel.codegen.arm`), predicated FMAs (SVE) and the fp32 lanes per
     vector (None: SVE)."""
     nv = spec.vectors_per_row
+    if spec.isa == "amx":
+        return _expected_amx(spec)
+    # products per lane of one multiply-add: the K group of the B panel (vpmaddwd and
+    # vdpbf16ps pairs, vpdpbusd quads; 1 for the FMAs); one k step is one such group
+    from ..codegen import layout
+    depth = layout(spec).gb if spec.info.arch == "x86_64" else 1
     out = {"fmas_per_k": spec.mr * nv,
-           "flops_per_k": 2 * spec.mr * (nv if spec.is_vla else spec.nr),
+           "flops_per_k": 2 * spec.mr * (nv if spec.is_vla else spec.nr) * depth,
+           "k_per_step": depth,
            "b_loads_per_k": None if spec.isa == "scalar" else nv,
            "vector_loads_per_k": None if spec.isa == "scalar" else nv,
            "broadcasts_per_k": None if spec.isa == "scalar" else spec.mr,
@@ -90,6 +97,19 @@ def _expected_typed(spec: TileSpec) -> dict:
                 broadcasts_per_k=0, fma_predicated_per_k=mr * nr, b_loads_per_k=nr)
 
 
+def _expected_amx(spec: TileSpec) -> dict:
+    """AMX per k step (64 bytes of K): one tile product per C tile, one tile load per A
+    and B tile, no vector load or broadcast."""
+    from ..codegen.amx import K_GROUP
+    b = register_budget(spec)
+    kg = K_GROUP[spec.types]
+    return {"fmas_per_k": b.accumulators, "flops_per_k": 2 * spec.mr * spec.nr * kg,
+            "k_per_step": kg, "b_loads_per_k": 0, "vector_loads_per_k": 0,
+            "broadcasts_per_k": 0, "scalar_loads_per_k": None, "fma_by_element_per_k": None,
+            "fma_predicated_per_k": None, "tile_loads_per_k": b.broadcasts + b.b_vectors,
+            "lanes": spec.info.lanes}
+
+
 def _observed_k_steps(spec: TileSpec, loop: LoopInfo) -> float | None:
     """k steps one loop iteration really does, from its FMA lanes (MR*NR per step);
     differs from ``k_unroll`` when the compiler unrolled or vectorised across k.
@@ -147,6 +167,15 @@ def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = Tru
             "used_in_loop": len(loop.vector_registers)},
         "notes": [],
     }
+    if spec.isa == "amx":
+        out["notes"].append("AMX: FMAs are tile products (tdp*), each counted as a full "
+                            "16 x 16 C tile; the register budget counts tile registers "
+                            "(C + A + B <= 8); one k step is 64 bytes of K; llvm-mca's "
+                            "x86 models (LLVM 14-17) carry no TMUL timings, so its cycles "
+                            "for tdp* are not a prediction")
+    elif out["expected"].get("k_per_step", 1) > 1:
+        out["notes"].append(f"one k step is a group of {out['expected']['k_per_step']} k "
+                            f"(the panels' K group); flops count 2 per product")
     if spec.isa == "sme":
         out["nr_unit"] = "vectors"
         out["notes"].append(

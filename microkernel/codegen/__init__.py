@@ -1,7 +1,7 @@
 """C emitters: one TileSpec in, the micro-kernel's C source out.
 
-``generate(spec)`` dispatches on the ISA family (x86: avx512, avx2; arm: neon, sve;
-scalar). ``generate_peak(isa)`` emits the FMA peak loop for one ISA.
+``generate(spec)`` dispatches on the ISA family (x86: avx512, avx2; x86_typed:
+avx512bf16, avx512fp16, avx512vnni; amx; arm: neon, sve; scalar). ``generate_peak(isa)`` emits the FMA peak loop for one ISA.
 :func:`kernel_list` writes the X-macro list of kernels that every C main includes
 (``c_src/ukernels/mk_kernels.inc`` for the built-ins, after IREE's
 ``mmt4d_x86_64_tiles.inl``), and :func:`desc_function` the one piece of C glue that
@@ -24,6 +24,8 @@ __all__ = ["generate", "generate_peak", "symbol", "FAMILY", "edge_symbol", "nr_e
 
 #: ISA -> emitter module (XNNPACK-style: one emitter per ISA family)
 FAMILY = {"avx512": "x86", "avx2": "x86", "scalar": "scalar", "neon": "arm", "sve": "arm",
+          "avx512bf16": "x86_typed", "avx512fp16": "x86_typed", "avx512vnni": "x86_typed",
+          "amx": "amx",
           # the Arm typed ISAs (issue 22)
           "neondot": "arm_typed", "neonfp16": "arm_typed", "neoni8mm": "arm_mmla",
           "neonbf16": "arm_mmla", "svei8mm": "arm_mmla", "svebf16": "arm_mmla", "sme": "sme"}
@@ -111,7 +113,10 @@ def module_defines(spec: TileSpec) -> str:
              f"#define MK_TA {lay.ta}", f"#define MK_TB {lay.tb}",
              f"#define MK_GA {lay.ga}", f"#define MK_GB {lay.gb}",
              f"#define MK_TC {lay.tc}", f"#define MK_INT_C {int(lay.tc != 'float')}",
-             f"#define MK_CVT_A(x) {lay.cvt_a}", f"#define MK_CVT_B(x) {lay.cvt_b}"]
+             f"#define MK_CVT_A(x) {lay.cvt_a}", f"#define MK_CVT_B(x) {lay.cvt_b}",
+             # panels that only re-lay their elements get the driver's fast packing paths
+             f"#define MK_COPY_A {int(lay.sa == lay.ta and lay.cvt_a == '(x)')}",
+             f"#define MK_COPY_B {int(lay.sb == lay.tb and lay.cvt_b == '(x)')}"]
     if lay.fill_a:
         lines.append(f"#define MK_FILL_A(i) {lay.fill_a}")
     if lay.fill_b:

@@ -47,7 +47,7 @@ def _fmt(x, nd=2):
     return str(x)
 
 
-_FMA_LINE = {"x86_64": re.compile(r"\tv?f(n)?m(add|sub)"),
+_FMA_LINE = {"x86_64": re.compile(r"\t(v?f(n)?m(add|sub)|vdpbf16ps|vpdpbus|vpdpwss|vpmaddwd|tdp)"),
              "aarch64": re.compile(r"\t(f(n)?(ml[as]|mad|msb|madd|msub)|fmlal2?|[su]dot|usdot|sudot|"
                                    r"bfdot|[su]mmla|usmmla|bfmmla|b?fmopa|[su]mopa|usmopa|sumopa)\b")}
 
@@ -101,20 +101,24 @@ def _print(rep: dict) -> None:
             ("broadcasts", "broadcasts", exp["broadcasts_per_k"]),
             ("  of which embedded {1toN}", "embedded_broadcasts", None),
             ("scalar loads", "scalar_loads", exp["scalar_loads_per_k"]),
+            ("tile loads (AMX)", "tile_loads", exp.get("tile_loads_per_k")),
+            ("tile stores (AMX)", "tile_stores", None),
             ("stack spills (stores)", "stack_stores", 0),
             ("stack reloads (loads)", "stack_loads", 0),
             ("instructions", "instructions", None)]
     optional = ("muls", "adds", "scalar_loads", "embedded_broadcasts", "fma_by_element",
-                "fma_predicated")
+                "fma_predicated", "tile_loads", "tile_stores")
     for label, key, e in rows:
         if key in optional and not pi.get(key) and not e:
             continue
         style = "bold red" if key.startswith("stack") and pi[key] else None
-        t.add_row(label, _fmt(pi[key]), _fmt(pk[key]), _fmt(e), style=style)
+        t.add_row(label, _fmt(pi.get(key, 0)), _fmt(pk.get(key, 0)), _fmt(e), style=style)
     con.print(t)
 
     b = rep["register_budget"]
-    bt = Table(title="register budget (tile.register_budget)")
+    bt = Table(title="register budget (tile.register_budget)" + (
+        ": tile registers (acc = C tiles, B = B tiles, bcast = A tiles)"
+        if rep.get("isa") == "amx" else ""))
     for col in ("acc", "B", "bcast", "needed", "available", "used in loop",
                 "latency bound"):
         bt.add_column(col, justify="right")

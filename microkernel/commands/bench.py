@@ -15,7 +15,24 @@ from .. import stats
 from .common import (UsageError, check_threads, console, nonneg_float, output_path,
                      positive_int, positive_ints, write_json)
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "run", "DTYPES", "resolve_dtype"]
+
+#: the --dtype choices of bench, compare and sweep (microkernel.dtypes.TYPES)
+DTYPES = ("f32", "bf16", "f16", "f16h", "s8s8", "u8s8", "u8u8")
+
+
+def resolve_dtype(dtype, kernels) -> str:
+    """--dtype, else the input types of the first kernel, else f32; UsageError when a
+    kernel takes other inputs (an f16h tile takes the float16 inputs of f16)."""
+    from ..dtypes import get
+    t = dtype or (kernels[0].spec.types if kernels else "f32")
+    want = get(t)
+    for k in kernels:
+        kt = k.spec.gemm_types
+        if (kt.a, kt.b) != (want.a, want.b):
+            raise UsageError(f"{k.label} takes {kt.a} @ {kt.b} inputs, not the {want.a} @ "
+                             f"{want.b} of --dtype {t}")
+    return t
 
 
 def add_arguments(p) -> None:
@@ -33,6 +50,11 @@ def add_arguments(p) -> None:
     p.add_argument("--peers", help="reference libraries (default: every one installed)")
     p.add_argument("--blocking", type=blocking_arg, metavar="kc=N,mc=N,nc=N",
                    help="override the model's gemm() blocking (any of KC, MC, NC; elements)")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="input types (microkernel.dtypes): bf16, f16, f16h (fp16 accumulation), "
+                   "s8s8, u8s8, u8u8; default: the first --kernel's, else f32. Kernels of "
+                   "those types, each against its own instruction's peak; gemm() on operands "
+                   "of that type against the peers on them")
     p.add_argument("--json", metavar="PATH", help="save results (every sample) as JSON")
 
 
@@ -53,13 +75,19 @@ def run(args) -> int:
     if args.min_time <= 0:
         raise UsageError("--min-time must be > 0 seconds")
     check_threads(args.threads)
-    peer_names = (peers_mod.available() if args.peers is None else
+    dtype = getattr(args, "dtype", None)
+    names = args.kernel or kernels(dtype or "f32")
+    if not names:
+        raise UsageError(f"no built-in {dtype} kernel runs here (--kernel names one)")
+    ks = [get_kernel(n) for n in names]
+    dtype = resolve_dtype(dtype, ks)
+    peer_names = (peers_mod.available(types=dtype) if args.peers is None else
                   [x.strip() for x in args.peers.split(",") if x.strip()])
     for n in peer_names:
-        if n not in peers_mod.PEERS or n not in peers_mod.available([n]):
-            raise UsageError(f"--peers: {n!r} is unknown or not installed here")
-    names = args.kernel or kernels()
-    ks = [get_kernel(n) for n in names]
+        if n not in peers_mod.PEERS or n not in peers_mod.available([n], types=dtype):
+            why = peers_mod.typed_why_not(n, dtype) if n in peers_mod.PEERS else "unknown"
+            raise UsageError(f"--peers: {n!r} is unknown, not installed or has no "
+                             f"{dtype} GEMM here ({why})")
     kern = ks[0]
     blk = blocking_for(kern)
     if args.blocking:
@@ -67,35 +95,48 @@ def run(args) -> int:
     problems = square(args.sizes) if args.workload == "square" else load(args.workload)
     con = console()
     best = get_kernel()   # the peak of this core: FMA chains of the best usable ISA
-    l1 = Rounds(bench.l1_contenders(ks, best, kc=args.kc), min_time=args.min_time)
+    typed = dtype != "f32" or any(k.spec.types != "f32" for k in ks)
+    own = bench.kernel_peaks(ks) if typed else None   # typed: each its own instruction's peak
+    l1 = Rounds(bench.l1_contenders(ks, best, kc=args.kc, own_peaks=typed),
+                min_time=args.min_time)
     for _ in range(args.rounds):
         l1.round()
-    fig = bench.l1_figures(l1, [k.label for k in ks])
+    fig = bench.l1_figures(l1, [k.label for k in ks], own)
     peak = fig[bench.PEAK]
     result = {"peak": {x: y for x, y in peak.items()}, "peak_gflops": peak["gflops"],
               "peak_isa": best.spec.isa, "peers": {n: peers_mod.describe(n) for n in peer_names},
-              "rounds": args.rounds, "l1": [], "gemm": [],
+              "rounds": args.rounds, "l1": [], "gemm": [], "dtype": dtype,
+              "own_peaks": ({n: fig[n] for n in set(own.values())} if own else None),
               "gemm_blocking": {"kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
                                 "overridden": sorted(args.blocking or ())}}
     t = Table(title=f"micro-kernel in L1 (K={args.kc}) and the {best.spec.isa} FMA peak "
                     f"{_iv(peak)} GFLOP/s, {args.rounds} interleaved rounds, medians "
                     f"[95% intervals]", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("kernel", "GFLOP/s", "% of peak"):
+    cols = ("kernel", "GFLOP/s", "% of peak") + (("its peak", "peak GFLOP/s") if own else ())
+    for col in cols:
         t.add_column(col, justify="right", no_wrap=True)
     for k in ks:
         g = fig[k.label]
-        t.add_row(k.label, _iv(g), _iv(g, "pct_peak", fmt="{:.0f}"))
+        row = [k.label, _iv(g), _iv(g, "pct_peak", fmt="{:.0f}")]
+        if own:
+            row += [g["peak"], _iv(fig[g["peak"]])]
+        t.add_row(*row)
         result["l1"].append({"kernel": k.label, **g})
+    if own:
+        t.caption = ("typed kernels: % of each kernel's own instruction's peak (vdpbf16ps, "
+                     "tdp*, vfmadd231ph, vpdpbusd, or the fp32 FMA of widening tiles), "
+                     "timed in the same rounds")
+        t.caption_justify = "left"
     con.print(t)
     entry = bench.GemmEntry(kern.label, kern, blk)
     for threads in args.threads:
         with peers_mod.limit_threads(threads, peer_names):
             r = Rounds(bench.gemm_contenders([entry], problems, threads=threads,
-                                             peers=peer_names),
+                                             peers=peer_names, types=dtype),
                        min_time=args.min_time, pause=0.3 if threads > 1 else 0.0)
             for _ in range(args.rounds):
                 r.round()
-        t = Table(title=f"gemm() {kern.label} (KC={blk.kc} MC={blk.mc} NC={blk.nc}), "
+        t = Table(title=f"gemm() {kern.label} on {dtype} (KC={blk.kc} MC={blk.mc} NC={blk.nc}), "
                         f"{threads} thread(s), {args.rounds} interleaved rounds; ratio: "
                         f"the peer's time / ours (> 1: ours is faster) [95%]",
                   box=box.SIMPLE_HEAD, title_justify="left")
@@ -108,7 +149,8 @@ def run(args) -> int:
         for i, p in enumerate(problems):
             ours_t = r.matrix(kern.label)[i:i + 1]
             g = r.gflops(p.label, kern.label)
-            row = [p.label, f"{g:.1f}", f"{100 * g / (peak['gflops'] * threads):.0f}%"]
+            kpeak = fig[fig[kern.label]["peak"]]["gflops"] if own else peak["gflops"]
+            row = [p.label, f"{g:.1f}", f"{100 * g / (kpeak * threads):.0f}%"]
             rec = {"kernel": kern.label, "shape": p.label, "threads": threads,
                    "ours_gflops": g, "peers": {}}
             for n in peer_names:

@@ -3,6 +3,7 @@
     microkernel compare --kernels avx2_4x24_u8,avx2_6x16 --workload deepbench --rounds 15
     microkernel compare --kernels "avx2_4x24_u8;avx2_4x24_u8:kc=192,mc=96" --sizes 1024,2048
     microkernel compare --kernels "avx2_4x24_u8;avx2_4x24_u8@my_4x24.c" --sizes 1024
+    microkernel compare --kernels amx_bf16_32x32,avx512bf16_8x32 --dtype bf16 --sizes 1024
 
 Each contender is ``NAME[@SOURCE.c][:kc=N,mc=N,nc=N]``: a tile, optionally with a
 micro-kernel source of its own (which must first pass the whole edge catalogue) and a
@@ -22,6 +23,7 @@ from rich import box
 from rich.table import Table
 
 from .. import stats
+from .bench import DTYPES, resolve_dtype
 from .common import (Progress, UsageError, check_threads, console, fraction, nonneg_float, output_path,
                      positive_int, write_json)
 
@@ -46,6 +48,10 @@ def add_arguments(p) -> None:
     p.add_argument("--margin", type=fraction, default=0.03,
                    help="speed difference below which contenders tie (default 3%%)")
     p.add_argument("--peers", help="reference libraries (default: every one installed)")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="input types of the operands (bf16, f16, f16h, s8s8, u8s8, u8u8; "
+                   "default: the first contender's); peers on that dtype: numpy on the "
+                   "float32 upcast, torch on the native dtype where it has a GEMM for it")
     p.add_argument("--pause", type=nonneg_float, default=None,
                    help="seconds to sleep before each sample (default 0.3 with several "
                    "threads, so that the workers other runtimes leave spinning after a call "
@@ -116,13 +122,21 @@ def run(args) -> int:
         raise UsageError("--rounds must be >= 2 (the intervals come from the rounds)")
     check_threads(args.threads)
     problems = _problems(args)
-    peer_names = (peers_mod.available() if args.peers is None else
+    entries = parse_contenders(args.kernels)
+    dtype = resolve_dtype(getattr(args, "dtype", None), [e.kernel for e in entries])
+    peer_names = (peers_mod.available(types=dtype) if args.peers is None else
                   [x.strip() for x in args.peers.split(",") if x.strip()])
     for n in peer_names:
-        if n not in peers_mod.PEERS or n not in peers_mod.available([n]):
-            raise UsageError(f"--peers: {n!r} is unknown or not installed here")
-    entries = parse_contenders(args.kernels)
+        if n not in peers_mod.PEERS or n not in peers_mod.available([n], types=dtype):
+            why = peers_mod.typed_why_not(n, dtype) if n in peers_mod.PEERS else "unknown"
+            raise UsageError(f"--peers: {n!r} is unknown, not installed or has no "
+                             f"{dtype} GEMM here ({why})")
     con = console()
+    if dtype != "f32":
+        missing = {n: peers_mod.typed_why_not(n, dtype) for n in peers_mod.PEERS
+                   if n not in peer_names}
+        for n, why in missing.items():
+            con.print(f"peer {n}: not timed on {dtype} ({why or 'not asked for'})")
     for e in entries:
         if e.kernel.source is not None:      # a hand-made micro-kernel: correct before fast
             bad = [r for r in validate.run_catalogue(e.kernel) if not r.ok]
@@ -136,7 +150,7 @@ def run(args) -> int:
                  f"{len(problems)} shape(s) against float64")
         try:
             contenders = gemm_contenders(entries, problems, threads=args.threads,
-                                         peers=peer_names)
+                                         peers=peer_names, types=dtype)
         except WrongResult as exc:
             progress.close()
             con.print(f"[red]not timed[/red]: {exc}")
@@ -148,11 +162,25 @@ def run(args) -> int:
             r.round()
     labels = [e.label for e in entries]
     res = _figures(r, problems, labels, peer_names, args)
+    res["dtype"] = dtype
+    if dtype != "f32":
+        res["peers_what"] = {n: peers_mod.typed_call(n, *_tiny(dtype), dtype).what
+                             for n in peer_names}
+        res["peers_missing"] = {n: peers_mod.typed_why_not(n, dtype)
+                                for n in peers_mod.PEERS if n not in peer_names}
     _print(con, res, labels, peer_names)
     if json_path is not None:
         write_json(json_path, res)
         con.print(f"wrote {json_path}")
     return 0
+
+
+def _tiny(dtype):
+    """A 2 x 2 operand pair of ``dtype`` (only to ask a peer what it runs)."""
+    import numpy as np
+    from ..dtypes import get
+    t = get(dtype)
+    return np.ones((2, 2), t.dtype("a")), np.ones((2, 2), t.dtype("b"))
 
 
 def _figures(r, problems, labels, peer_names, args) -> dict:

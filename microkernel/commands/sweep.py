@@ -12,6 +12,7 @@ from rich.table import Table
 
 from .. import stats
 from ..tile import ISAS
+from .bench import DTYPES
 from .common import (Progress, UsageError, check_threads, console, fraction, need_matplotlib,
                      nonneg_float, output_path, positive_int, positive_ints, python_command,
                      write_json)
@@ -49,6 +50,11 @@ def add_arguments(p) -> None:
                    "(default per ISA, e.g. sapphirerapids, znver3, neoverse-v2)")
     p.add_argument("--blocking", action="store_true",
                    help="also race KC/MC/NC around the model's choice for the leader")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="input types of the tiles and operands (bf16, f16, f16h, s8s8, "
+                   "u8s8, u8u8; default f32, or the --isa's own): without --isa, the ISA "
+                   "of gemm()'s kernel for them here (amx, avx512bf16, ... or the widening "
+                   "avx512 / avx2 tiles)")
     p.add_argument("--json", metavar="PATH", help="save everything (every sample) as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of the verdict")
     p.add_argument("--gpu", action="store_true",
@@ -78,9 +84,11 @@ def _check(args):
         bad = [n for n in names if n not in peers_mod.PEERS]
         if bad:
             raise UsageError(f"--peers: unknown {', '.join(bad)}; known: {', '.join(peers_mod.PEERS)}")
-        missing = [n for n in names if n not in peers_mod.available(names)]
+        dtype = getattr(args, "dtype", None) or "f32"
+        missing = [n for n in names if n not in peers_mod.available(names, types=dtype)]
         if missing:
-            raise UsageError(f"--peers: {', '.join(missing)} not installed here")
+            raise UsageError(f"--peers: {', '.join(missing)} not installed here or without "
+                             f"a {dtype} GEMM")
         peers = names
     check_threads(args.threads)
     return json_path, plot_path, peers
@@ -90,16 +98,22 @@ def run(args) -> int:
     if getattr(args, "gpu", False):
         from ..gpu.sweep import run as run_gpu
         return run_gpu(args)
-    from ..dispatch import usable_isas
-    from ..sweep import predicted, sweep
+    from ..dispatch import IsaUnavailableError, usable_isas
+    from ..sweep import predicted, sweep, sweep_isa
     json_path, plot_path, peers = _check(args)
-    from ..dispatch import best_isa
-    isa = args.isa or best_isa()
+    dtype = getattr(args, "dtype", None)
+    try:
+        isa = args.isa or sweep_isa(dtype)
+    except IsaUnavailableError as exc:
+        raise UsageError(f"--dtype {dtype}: {exc}; give --isa for a predicted ranking") from None
+    if dtype is not None and dtype not in ISAS[isa].types:
+        raise UsageError(f"--isa {isa} tiles take {', '.join(ISAS[isa].types)}, not --dtype "
+                         f"{dtype}")
     con = console()
     if args.predict or isa not in usable_isas():
         with Progress() as progress:
             res = predicted(isa, mrs=args.mr, nrs=args.nr, max_shapes=args.max_shapes,
-                            mcpu=args.mcpu, progress=progress)
+                            mcpu=args.mcpu, progress=progress, types=dtype)
         if isa not in usable_isas():
             res["why"] = f"this machine cannot run {isa} (probe: {', '.join(usable_isas())})"
         _print_predicted(con, res)
@@ -110,7 +124,7 @@ def run(args) -> int:
                         margin=args.margin, budget=args.budget,
                         min_rounds=min(5, args.rounds), max_rounds=args.rounds,
                         min_time=args.min_time, peers=peers, progress=progress,
-                        blocking_search=args.blocking)
+                        blocking_search=args.blocking, types=dtype)
         _print_measured(con, res)
     if json_path is not None:
         write_json(json_path, res)
@@ -157,7 +171,7 @@ def _print_measured(con, res) -> None:
     race = res["race"]
     v = res["verdict"]
     peak = res["peak"]
-    con.print(f"[bold]{res['isa']} tiles on {res['workload']}[/bold]: "
+    con.print(f"[bold]{res['isa']} {res.get('types', 'f32')} tiles on {res['workload']}[/bold]: "
               f"{len(res['rows'])} tiles, {len(res['ranked_problems'])} shapes with "
               f"min(m, n) >= 16, {res['threads']} thread(s)"
               + (f"; {len(res['gemv_problems'])} n = 1 shapes not ranked (the driver's GEMV "
@@ -252,7 +266,8 @@ def _print_measured(con, res) -> None:
 # -- predicted --------------------------------------------------------------------------
 
 def _print_predicted(con, res) -> None:
-    con.print(f"[bold yellow]PREDICTED, not measured[/bold yellow]: {res['isa']} tiles ranked "
+    con.print(f"[bold yellow]PREDICTED, not measured[/bold yellow]: {res['isa']} "
+              f"{res.get('types', '')} tiles ranked "
               f"from their generated code by llvm-mca -mcpu={res['mcpu']}"
               + (f"; {res['why']}" if res.get("why") else ""))
     t = _table("predicted ranking: FMA-unit use = (FMAs per k / FMA units) / predicted "

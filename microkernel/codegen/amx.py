@@ -1,0 +1,220 @@
+"""AMX emitter: the register tile is a set of tile registers (tmm0-7).
+
+Sources: Intel 64 and IA-32 Architectures SDM vol. 1, ch. 18 (Intel AMX: palette 1,
+eight tiles of at most 16 rows x 64 bytes, TILECFG) and vol. 2 (LDTILECFG, TILELOADD,
+TILESTORED, TILEZERO, TILERELEASE, TDPBF16PS, TDPBSSD/TDPBSUD/TDPBUSD/TDPBUUD); the
+Intel Intrinsics Guide (``_tile_loadconfig``, ``_tile_loadd``, ``_tile_dpbf16ps``, ...);
+Linux Documentation/arch/x86/xstate.rst (the process asks for the tile data state:
+the probe does, :mod:`microkernel.probe`).
+
+A tile ``amx_<types>_<MR>x<NR>`` holds ceil(MR/16) x NR/16 C tiles (16 x 16 fp32 or
+int32 each; MR <= 16 gives one row of tiles of MR rows), one A tile per row of C tiles
+and one B tile per column (:func:`microkernel.tile.register_budget`: all <= 8). The
+tile configuration is generated from the spec (palette 1, rows and bytes per row of
+each tile register, :func:`tile_config`). One k step is one group of 64 bytes of K:
+
+* bf16 (``tdpbf16ps``): 32 k. A tile: MR rows x 32 bf16 of K (the A panel in rows of
+  64 bytes, ga = 32); B tile: 16 rows of bf16 pairs (k, k+1) x 16 columns (the B
+  panel in pairs, gb = 2, a row of the tile is 64 bytes of one pair row);
+* int8 (``tdpbssd``, ``tdpbusd``, ``tdpbuud`` for s8s8, u8s8, u8u8: the first source is A):
+  64 k; A rows of 64 bytes (ga = 64), B in quads (gb = 4).
+
+C[i][j] += A_i . B_j for every pair, B tiles loaded once per step and A tiles once per
+row, interleaved with the dot products (the loads of the next tile overlap the TMUL).
+
+Tile configuration: loading it (LDTILECFG) is costly, so the micro-kernel comes in two
+entry points: ``mk_ukernel_<name>`` (the contract of c_src/mk_ukernel.h: it loads the
+configuration, computes, and releases the tiles) and the always-inlined
+``mk_ukernel_<name>_hot``, which assumes the configuration; the module tells the driver
+(``MK_UKERNEL_HOT``, ``MK_THREAD_SETUP`` / ``MK_THREAD_TEARDOWN``, c_src/driver.c) to load
+it once per thread around its loops and to release the tiles after them, and the L1
+timing does the same (c_src/timing.c).
+
+Epilogue: with unit column stride, alpha = 1 and beta = 0 or 1 (every call of the
+driver's K loop but the general alpha/beta ones) the C tiles are stored straight to C
+(beta = 1: loaded from C first, so the dot products accumulate onto it; beta = 0
+never reads C); otherwise they are stored to a stack buffer and C := alpha * t +
+beta * C is computed in C (integer C in uint32 arithmetic: wraps modulo 2^32). GCC's
+tile intrinsics are inline asm that declares no memory read, so a compiler barrier
+orders the packing's stores before the tile loads.
+"""
+from __future__ import annotations
+
+from . import PanelLayout
+from .common import header, symbol
+from ..tile import AMX_TILE_ROWS
+
+__all__ = ["layout", "ukernel", "peak", "edge_symbol", "tile_config", "DP", "K_GROUP"]
+
+#: the dot-product intrinsic of each types (A is the first source: tdpbusd = u8 A, s8 B)
+DP = {"bf16": "_tile_dpbf16ps", "s8s8": "_tile_dpbssd", "u8s8": "_tile_dpbusd",
+      "u8u8": "_tile_dpbuud"}
+#: K elements per 64-byte row of an A tile
+K_GROUP = {"bf16": 32, "s8s8": 64, "u8s8": 64, "u8u8": 64}
+_C_ELEM = {"bf16": ("uint16_t", "uint16_t"), "s8s8": ("int8_t", "int8_t"),
+           "u8s8": ("uint8_t", "int8_t"), "u8u8": ("uint8_t", "uint8_t")}
+_FILLS = {"bf16": ("((uint16_t)(0x3F80u + (i) % 7))", "((uint16_t)(0x3B80u + (i) % 5))")}
+
+
+def _b_group(types: str) -> int:
+    """K elements of one 32-bit B element: a bf16 pair, an int8 quad."""
+    return 2 if types == "bf16" else 4
+
+
+def layout(spec) -> PanelLayout:
+    """A in rows of 64 bytes of K, B in pairs (bf16) or quads (int8); C fp32 / int32."""
+    t = spec.types
+    ca, cb = _C_ELEM[t]
+    fa, fb = _FILLS.get(t, (f"(({ca})((i) % 7 + 1))", f"(({cb})((i) % 5 + 1))"))
+    return PanelLayout(sa=ca, sb=cb, ta=ca, tb=cb, ga=K_GROUP[t], gb=_b_group(t),
+                       tc="float" if t == "bf16" else "int32_t", fill_a=fa, fill_b=fb)
+
+
+def _shape(spec):
+    """(row tiles, column tiles, rows of each row tile)."""
+    mt = -(-spec.mr // AMX_TILE_ROWS)
+    rows = [min(AMX_TILE_ROWS, spec.mr - AMX_TILE_ROWS * i) for i in range(mt)]
+    return mt, spec.nr // 16, rows
+
+
+def _regs(spec):
+    """Tile register numbers: C[i][j], A[i], B[j] (C first, then A, then B)."""
+    mt, nt, _ = _shape(spec)
+    c = [[i * nt + j for j in range(nt)] for i in range(mt)]
+    a = [mt * nt + i for i in range(mt)]
+    b = [mt * nt + mt + j for j in range(nt)]
+    return c, a, b
+
+
+def tile_config(spec) -> list[tuple[int, int]]:
+    """(rows, bytes per row) of tmm0..tmm7 for ``spec`` ((0, 0): unused), in the order of
+    :func:`_regs`: C tiles (rows of their row of C, 64 bytes = 16 fp32/int32), A tiles
+    (the same rows, 64 bytes of K), B tiles (16 rows of pairs/quads, 64 bytes)."""
+    mt, nt, rows = _shape(spec)
+    cfg = [(rows[i], 64) for i in range(mt) for _ in range(nt)]
+    cfg += [(rows[i], 64) for i in range(mt)]
+    cfg += [(AMX_TILE_ROWS, 64)] * nt
+    return cfg + [(0, 0)] * (8 - len(cfg))
+
+
+def _config_c(name: str, cfg) -> list[str]:
+    """A static 64-byte palette-1 configuration (LDTILECFG's memory layout: byte 0
+    palette, 1 start_row, 16-31 bytes per row of tmm0-7, 48-55 rows) and the function
+    that loads it."""
+    colsb = ", ".join(str(c) for _, c in cfg)
+    rows = ", ".join(str(r) for r, _ in cfg)
+    return [f"static void {name}(void)", "{",
+            "    static const struct { uint8_t palette, start_row, reserved[14];",
+            "                          uint16_t colsb[16]; uint8_t rows[16]; }",
+            f"        cfg __attribute__((aligned(64))) = {{1, 0, {{0}}, {{{colsb}}}, {{{rows}}}}};",
+            "    _tile_loadconfig(&cfg);", "}"]
+
+
+def edge_symbol(spec) -> str:
+    """``NULL``: edge tiles go through the driver's MR x NR buffer."""
+    return "NULL"
+
+
+def ukernel(spec) -> str:
+    t = spec.types
+    mr, nr = spec.mr, spec.nr
+    ca, cb = _C_ELEM[t]
+    ct = "float" if t == "bf16" else "int32_t"
+    one, zero = ("1.0f", "0.0f") if t == "bf16" else ("1", "0")
+    kg, g = K_GROUP[t], _b_group(t)
+    mt, nt, rows = _shape(spec)
+    creg, areg, breg = _regs(spec)
+    sym = symbol(spec)
+    cfg = f"mk_amx_config_{spec.name}"
+    out = [header(spec).replace("vector registers needed", "tile registers needed"),
+           "#include <stdint.h>", "#include <immintrin.h>", ""]
+    out += _config_c(cfg, tile_config(spec))
+    out += ["", f"/* C tiles: {mt} x {nt}, A tiles {areg}, B tiles {breg}; one k step = {kg} k */",
+            "static inline __attribute__((always_inline)) void",
+            f"{sym}_hot(int64_t kc, const {ct} *restrict alpha, const {ca} *restrict a,",
+            f"        const {cb} *restrict b, const {ct} *restrict beta, {ct} *restrict c,",
+            "        int64_t rs_c, int64_t cs_c)", "{",
+            "    __asm__ volatile(\"\" ::: \"memory\");   /* the panels' stores before the tile loads */",
+            f"    const int direct = cs_c == 1 && rs_c > 0 && *alpha == {one} && "
+            f"(*beta == {zero} || *beta == {one});",
+            f"    if (direct && *beta == {one}) {{"]
+    for i in range(mt):
+        for j in range(nt):
+            out.append(f"        _tile_loadd({creg[i][j]}, c + {16 * i} * rs_c + {16 * j}, rs_c * 4);")
+    out.append("    } else {")
+    out += [f"        _tile_zero({creg[i][j]});" for i in range(mt) for j in range(nt)]
+    out += ["    }", f"    for (int64_t k = 0; k < kc; k += {kg}) {{"]
+    for i in range(mt):
+        out.append(f"        _tile_loadd({areg[i]}, a + {16 * i * kg}, 64);")
+        for j in range(nt):
+            if i == 0:
+                out.append(f"        _tile_loadd({breg[j]}, b + {16 * j * g}, {nr * 4});")
+            out.append(f"        {DP[t]}({creg[i][j]}, {areg[i]}, {breg[j]});")
+    out += [f"        a += {mr * kg};", f"        b += {kg * nr};", "    }",
+            "    if (direct) {"]
+    out += [f"        _tile_stored({creg[i][j]}, c + {16 * i} * rs_c + {16 * j}, rs_c * 4);"
+            for i in range(mt) for j in range(nt)]
+    out += ["        return;", "    }",
+            f"    {ct} t[{mr * nr}] __attribute__((aligned(64)));"]
+    out += [f"    _tile_stored({creg[i][j]}, t + {16 * i * nr + 16 * j}, {nr * 4});"
+            for i in range(mt) for j in range(nt)]
+    if t == "bf16":
+        axpby = "al * t[i * {nr} + j] + be * *p".format(nr=nr)
+        ax = f"al * t[i * {nr} + j]"
+    else:   # int32 C: uint32 arithmetic wraps modulo 2^32 (no signed-overflow UB)
+        ax = f"(int32_t)((uint32_t)al * (uint32_t)t[i * {nr} + j])"
+        axpby = (f"(int32_t)((uint32_t)al * (uint32_t)t[i * {nr} + j] + "
+                 f"(uint32_t)be * (uint32_t)*p)")
+    out += [f"    const {ct} al = *alpha, be = *beta;",
+            f"    for (int64_t i = 0; i < {mr}; ++i)",
+            f"        for (int64_t j = 0; j < {nr}; ++j) {{",
+            f"            {ct} *p = c + i * rs_c + j * cs_c;",
+            f"            *p = be == {zero} ? {ax} : {axpby};",
+            "        }", "}", "",
+            f"void {sym}(int64_t kc, const {ct} *restrict alpha, const {ca} *restrict a,",
+            f"        const {cb} *restrict b, const {ct} *restrict beta, {ct} *restrict c,",
+            "        int64_t rs_c, int64_t cs_c)", "{",
+            f"    {cfg}();",
+            f"    {sym}_hot(kc, alpha, a, b, beta, c, rs_c, cs_c);",
+            "    _tile_release();", "}", "",
+            "/* the driver and the L1 timing: the configuration once per thread (driver.c) */",
+            f"#define MK_UKERNEL_HOT {sym}_hot",
+            f"#define MK_THREAD_SETUP() {cfg}()",
+            "#define MK_THREAD_TEARDOWN() _tile_release()"]
+    return "\n".join(out) + "\n"
+
+
+def peak(isa: str, types: str = "bf16") -> str:
+    """``double mk_fma_peak(int64_t iters, double *flops)``: four independent chains of the
+    types' dot product on full 16 x 64-byte tiles (C in tmm0-3, A in tmm4-5, B in
+    tmm6-7: C[i][j] += A_i B_j, the shape of amx_*_32x32), the TMUL's peak.
+    2 operations per multiply-add: 16 x 16 x 32 x 2 per tdpbf16ps, 16 x 16 x 64 x 2 per
+    int8 one. bf16 operands are 2^-7 and 2^-8 (the chains grow by 2^-10 per step)."""
+    t = types if types in DP else "bf16"
+    kg = K_GROUP[t]
+    full = [(16, 64)] * 8
+    fill = "0x3C003C00u" if t == "bf16" else "0x01020304u"
+    fill_b = "0x3B803B80u" if t == "bf16" else "0x02010201u"
+    out = [f"/* {DP[t][1:]} peak loop for amx ({t}): 4 independent C tiles. */",
+           "#include <stdint.h>", "#include <time.h>", "#include <immintrin.h>"]
+    out += _config_c("mk_amx_config_peak", full)
+    out += ["double mk_fma_peak(int64_t iters, double *flops)", "{",
+            "    static uint32_t ab[2][256] __attribute__((aligned(64)));",
+            "    int32_t sink[256] __attribute__((aligned(64)));",
+            f"    for (int i = 0; i < 256; ++i) {{ ab[0][i] = {fill}; ab[1][i] = {fill_b}; }}",
+            "    mk_amx_config_peak();",
+            "    __asm__ volatile(\"\" ::: \"memory\");",
+            "    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);",
+            "    _tile_loadd(4, ab[0], 64); _tile_loadd(5, ab[0], 64);",
+            "    _tile_loadd(6, ab[1], 64); _tile_loadd(7, ab[1], 64);",
+            "    struct timespec t0, t1;", "    clock_gettime(CLOCK_MONOTONIC, &t0);",
+            "    for (int64_t it = 0; it < iters; ++it) {",
+            f"        {DP[t]}(0, 4, 6);", f"        {DP[t]}(1, 4, 7);",
+            f"        {DP[t]}(2, 5, 6);", f"        {DP[t]}(3, 5, 7);",
+            "    }", "    clock_gettime(CLOCK_MONOTONIC, &t1);",
+            "    _tile_stored(0, sink, 64);", "    _tile_release();",
+            "    volatile int32_t keep = sink[0]; (void)keep;",
+            f"    *flops = {4.0 * 16 * 16 * kg * 2} * (double)iters;",
+            "    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);",
+            "}"]
+    return "\n".join(out) + "\n"

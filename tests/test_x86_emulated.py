@@ -1,0 +1,129 @@
+"""The x86 typed micro-kernels (AVX512-BF16, AVX512-FP16, AVX512-VNNI, AMX) run here,
+on a CPU without AVX-512 or AMX, with their intrinsics emulated in portable C
+(tests/x86emul/immintrin.h, written from the SDM's Operation sections): the generated
+kernel, the real driver (typed packing, its fast paths, the AMX tile configuration
+once per thread) and the L1 timing's entry points, through the whole edge catalogue
+against the float64 reference. What this does not prove is the hardware's reading of
+the same intrinsics: the device run (``bash bench/device_cpu.sh types``) does that.
+A negative control shows the emulation catches a driver that never loads the tile
+configuration."""
+from __future__ import annotations
+
+import functools
+import pathlib
+import platform
+
+import numpy as np
+import pytest
+
+from microkernel import build, kernel, registry, validate
+from microkernel.tile import TileSpec
+
+pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                                reason="the emulated kernels are x86 C (inline asm free)")
+EMUL = pathlib.Path(__file__).resolve().parent / "x86emul"
+NEW_ISAS = ("avx512bf16", "avx512fp16", "avx512vnni", "amx")
+TILES = sorted({s.name for s in registry.BUILTIN + registry.DEVICE_TYPED if s.isa in NEW_ISAS}
+               | {"amx_bf16_8x32", "amx_s8s8_16x48", "avx512vnni_u8s8_4x48_u2"})
+
+
+@functools.lru_cache(maxsize=None)
+def emulated(name: str, source_edit=None) -> kernel.Kernel:
+    """``name``'s kernel module built without ISA flags against the emulation header
+    (``source_edit``: (old, new) replaced once in the module source)."""
+    spec = TileSpec.from_name(name)
+    src = kernel.module_source(spec)
+    if source_edit is not None:
+        assert source_edit[0] in src
+        src = src.replace(source_edit[0], source_edit[1], 1)
+    src += "\nint mk_emu_faults_c(void) { return mk_emu_faults(); }\n"
+    c_src = build.c_src_dir()
+    mod = build.load_module(
+        f"emu_{name}", kernel.CDEF_TYPED + "int mk_emu_faults_c(void);\n", src,
+        cflags=kernel.COMMON_CFLAGS, include_dirs=(str(EMUL), str(c_src)),
+        ldflags=("-fopenmp",),
+        depends=[c_src / "driver.c", c_src / "timing.c", c_src / "mk_ukernel.h",
+                 c_src / "mk_convert.h", EMUL / "immintrin.h"])
+    return kernel.Kernel(spec, mod)
+
+
+def test_the_emulated_module_has_no_avx512_or_amx_instruction():
+    """Built without ISA flags: its object runs here (objdump shows no zmm, no tmm)."""
+    import re
+    import shutil
+    import subprocess
+    if not shutil.which("objdump"):
+        pytest.skip("objdump missing")
+    k = emulated("amx_bf16_32x32")
+    text = subprocess.run(["objdump", "-d", k.module.__file__], capture_output=True,
+                          text=True).stdout
+    assert len(text) > 1000
+    assert not re.search(r"%zmm|%tmm|tdpbf16ps|tileloadd", text)
+
+
+@pytest.mark.parametrize("name", TILES)
+def test_edge_catalogue_on_the_emulated_kernel(name):
+    k = emulated(name)
+    results = validate.run_catalogue(k)
+    bad = [(r.case.label, r.detail) for r in results if not r.ok]
+    assert not bad, bad[:5]
+    assert len(results) > 50
+    assert k.lib.mk_emu_faults_c() == 0
+
+
+@pytest.mark.parametrize("name", ["amx_bf16_32x32", "amx_u8s8_32x32", "avx512bf16_8x32",
+                                  "avx512fp16_8x64", "avx512vnni_u8s8_8x32"])
+def test_timing_and_peak_entry_points_run_emulated(name):
+    """The L1 timing (MK_THREAD_SETUP, the hot entry point) and the peak loop (its own
+    tile configuration: four C tiles of the 32x32 shape) execute without a fault."""
+    k = emulated(name)
+    assert k.lib.mk_time_ukernel(128, 2) > 0
+    flops = k.ffi.new("double *")
+    assert k.lib.mk_fma_peak(3, flops) > 0
+    per = {"amx_bf16_32x32": 4 * 16 * 16 * 32 * 2, "amx_u8s8_32x32": 4 * 16 * 16 * 64 * 2,
+           "avx512bf16_8x32": 16 * 64, "avx512fp16_8x64": 16 * 64,
+           "avx512vnni_u8s8_8x32": 16 * 128}[name]
+    assert flops[0] == 3 * per
+    assert k.lib.mk_emu_faults_c() == 0
+
+
+def test_large_k_and_strided_operands_emulated():
+    """Several KC blocks (beta' = 1 after the first: the AMX kernel loads C into its
+    tiles) and transposed / strided operands (the generic packing beside the fast
+    paths), integers exact."""
+    rng = np.random.default_rng(5)
+    for name, at, bt in (("amx_u8s8_32x32", np.uint8, np.int8), ("amx_bf16_32x32", None, None)):
+        k = emulated(name)
+        m, n, kk = 70, 50, 700
+        if at is None:
+            import ml_dtypes
+            A = rng.uniform(-1, 1, (kk, m)).astype(ml_dtypes.bfloat16).T
+            B = rng.uniform(-1, 1, (kk, 2 * n)).astype(ml_dtypes.bfloat16)[:, ::2]
+            C0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+            alpha, beta = 1.0, 1.0
+        else:
+            A = rng.integers(0, 256, (m, kk)).astype(at)
+            B = rng.integers(-128, 128, (kk, n)).astype(bt)
+            C0 = rng.integers(-99, 99, (m, n)).astype(np.int32)
+            alpha, beta = 1, 1
+        C = C0.copy()
+        from microkernel import gemm
+        gemm(A, B, C, alpha=alpha, beta=beta, kernel=k, blocking={"kc": 128})
+        ref, bound = validate.reference(A, B, C0, alpha, beta, k.spec.types)
+        ok, _, _, detail = validate.check(C, ref, bound)
+        assert ok, (name, detail)
+        assert k.lib.mk_emu_faults_c() == 0
+
+
+def test_negative_control_a_driver_without_the_tile_configuration_fails():
+    """The same AMX module with MK_THREAD_SETUP emptied: the driver's hot calls run on
+    an unconfigured tile state, which the emulation reports (as hardware would #UD)."""
+    k = emulated("amx_bf16_32x32", ("#define MK_THREAD_SETUP() mk_amx_config_amx_bf16_32x32()",
+                                    "#define MK_THREAD_SETUP() ((void)0)"))
+    import ml_dtypes
+    A = np.ones((32, 64), ml_dtypes.bfloat16)
+    B = np.ones((64, 32), ml_dtypes.bfloat16)
+    from microkernel import gemm
+    C = gemm(A, B, kernel=k)
+    assert k.lib.mk_emu_faults_c() > 0
+    assert not np.array_equal(C, np.full((32, 32), 64.0, np.float32))
