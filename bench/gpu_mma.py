@@ -4,6 +4,7 @@
 Usage (device machine, repository root)::
 
     python3 bench/gpu_mma.py [--repeats 20] [--warmup 3] [--quick] [--no-tests] [--no-ncu]
+    python3 bench/gpu_mma.py --candidates [--rounds 5] [--per-round 4]   # ~2-3 minutes
 
 Writes ``gpu_mma.json`` and ``gpu_mma.md`` to ``$OUT`` (default ./out) and prints the
 markdown table last. Budget: about 5-6 minutes (numba compiles ~10-20 s per variant;
@@ -33,6 +34,13 @@ What it does:
    shared-memory layout, next to the model's prediction.
 6. ``tests/test_mma_sim.py`` and ``tests/test_mma.py`` with NUMBA_ENABLE_CUDASIM=0
    (the placement test then compares the GPU's registers with the numpy model).
+
+``--candidates`` (:data:`CANDIDATES`, at most 6 kernels: numba compiles each in
+~15-30 s) compiles and times only the current defaults beside the new main-loop
+variants at 4096^3 and 8192^3: per shape, cuBLAS and every kernel in interleaved
+rounds (``--rounds`` rounds of ``--per-round`` launches each, CUDA events, median
+over all launches), every element of each kernel's C checked against float64;
+writes ``gpu_mma_candidates.{json,md}`` to ``$OUT``.
 
 Every variant, shape, check and step is in its own try/except: a failure is
 recorded and the run goes on.
@@ -81,6 +89,21 @@ VARIANTS = [
     ("tf32 padding, 2 stages", T.MmaTile("tf32", 64, 64, 2, 2, 16, 2, "pad"), False),
 ]
 SQUARES = [4096, 8192]
+#: --candidates: (label, tile). The current defaults first, then the pipelined
+#: main loop (microkernel.gpu.mma_tile.MmaTile.pipeline; offline ptxas sm_90
+#: registers in the labels' notes in docs/gpu-tensor-cores.md).
+CANDIDATES = [          # pairs first: a time-budget cut drops only the last ones
+    ("f16 current default", D["f16"]),
+    ("f16 pipelined, 2 fragment sets, BK32 3 stages (48 KB static)",
+     T.MmaTile("f16", 64, 64, 2, 2, 32, 3, "swizzle", "pipelined", 2)),
+    ("tf32 current default", D["tf32"]),
+    ("tf32 pipelined, 2 fragment sets, BK16 3 stages (48 KB static)",
+     T.MmaTile("tf32", 64, 64, 2, 2, 16, 3, "swizzle", "pipelined", 2)),
+    ("f16 pipelined, 1 fragment set, BK64 3 stages (96 KB dynamic)",
+     T.MmaTile("f16", 64, 64, 2, 2, 64, 3, "swizzle", "pipelined", 1, 1, True)),
+    ("f16 pipelined, 2 fragment sets, BK32 4 stages (64 KB dynamic), grouped grid 8",
+     T.MmaTile("f16", 64, 64, 2, 2, 32, 4, "swizzle", "pipelined", 2, 8, True)),
+]
 NCU_METRICS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,"
                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,"
                "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,"
@@ -376,6 +399,152 @@ def render_md(r):
     return "\n".join(lines)
 
 
+def run_candidates(args, torch, cuda, result, t_start):
+    """--candidates: compile CANDIDATES, then per (precision, square) time cuBLAS and
+    every kernel of that precision in interleaved rounds and check each C."""
+    kernels = []
+    for label, tile in CANDIDATES:
+        v = {"kernel": tile.name, "label": label, "tile": tile.as_dict(),
+             "est_regs": T.estimate_regs(tile), "shapes": []}
+        result["variants"].append(v)
+        if time.time() - t_start > args.budget_s:
+            v["error"] = "skipped: time budget"
+            continue
+        try:
+            kern = MK.kernel_for(tile)
+            t0 = time.time()
+            kern.compile()
+            v["compile_s"] = round(time.time() - t0, 1)
+            res = kern.resources()
+            v["resources"] = res
+            v["spills"] = res["local_bytes"] > 0
+            v["occupancy"] = occ.occupancy(res["regs"], tile.threads, res["shared_bytes"],
+                                           static_smem=not tile.dynamic_smem).as_dict()
+            log(f"{tile.name}: compiled in {v['compile_s']} s, {res}")
+            v["catalogue"] = catalogue(torch, tile)      # edges, guarded copies, BLAS cases
+            log(f"  catalogue ok: {all(c['ok'] for c in v['catalogue'])}")
+            kernels.append((v, kern, tile))
+        except Exception as e:  # noqa: BLE001
+            v["error"] = f"{type(e).__name__}: {e}"[:600]
+            v["traceback"] = traceback.format_exc()[-2000:]
+            log(f"{tile.name}: FAILED {v['error']}")
+    flop_of = lambda n: 2.0 * n ** 3  # noqa: E731
+    for prec in ("f16", "tf32"):
+        ks = [x for x in kernels if x[2].precision == prec]
+        if not ks:
+            continue
+        for n in SQUARES:
+            if time.time() - t_start > args.budget_s + 60:
+                for v, _, _ in ks:
+                    v["shapes"].append({"shape": [n] * 3, "error": "skipped: time budget"})
+                continue
+            try:
+                A, B = make_inputs(torch, prec, n, n, n, n + 7)
+                dA, dB = kernel_form(torch, cuda, A, prec), kernel_form(torch, cuda, B, prec)
+                Cs = {}
+                for v, kern, tile in ks:
+                    C = torch.full((n, n), float("nan"), device="cuda")   # beta = 0
+                    Cs[tile.name] = (C, cuda.as_cuda_array(C))
+                    kern.launch(dA, dB, Cs[tile.name][1], n, 1.0, 0.0)   # warm-up + check run
+                torch.cuda.synchronize()
+                A64, B64 = rounded64(torch, A, prec), rounded64(torch, B, prec)
+                ref = A64 @ B64
+                bound = C_BOUND * (n + 2) * U * (A64.abs() @ B64.abs())
+                del A64, B64
+                checks = {}
+                for v, kern, tile in ks:
+                    C = Cs[tile.name][0]
+                    err = (C.double() - ref).abs()
+                    checks[tile.name] = {
+                        "max_err": float(torch.nan_to_num(err, nan=float("inf")).max()),
+                        "max_bound": float(bound.max()),
+                        "ok": bool(torch.isfinite(C).all()) and bool((err <= bound).all())}
+                    del err
+                del ref, bound
+                torch.cuda.empty_cache()
+                # cuBLAS at the same precision (fp16: fp32 accumulation)
+                if prec == "tf32":
+                    torch.backends.cuda.matmul.allow_tf32 = True
+                    cb = lambda: torch.mm(A, B)  # noqa: E731
+                    cb_api = "torch.mm fp32 (allow_tf32=True)"
+                else:
+                    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+                    cb = lambda: torch.mm(A, B)  # noqa: E731
+                    cb_api = "torch.mm float16 (fp32 accumulation)"
+                runners = [("cuBLAS", cb)] + [
+                    (tile.name, (lambda kern=kern, C=Cs[tile.name][1]:
+                                 kern.launch(dA, dB, C, n, 1.0, 0.0))) for _, kern, tile in ks]
+                times = {name: [] for name, _ in runners}
+                for _ in range(args.warmup):
+                    for _, fn in runners:
+                        fn()
+                for rnd in range(args.rounds):       # interleaved rounds
+                    order = runners if rnd % 2 == 0 else runners[::-1]
+                    for name, fn in order:
+                        times[name] += time_events(torch, fn, 0, args.per_round)
+                torch.backends.cuda.matmul.allow_tf32 = False
+                cb_ms = statistics.median(times["cuBLAS"])
+                cb_tf = flop_of(n) / cb_ms / 1e9
+                log(f"{prec} {n}^3: cuBLAS {cb_tf:.1f} TFLOP/s ({cb_api})")
+                for v, kern, tile in ks:
+                    ms = statistics.median(times[tile.name])
+                    row = {"shape": [n] * 3, "ms": ms, "ms_min": min(times[tile.name]),
+                           "tflops": flop_of(n) / ms / 1e9, "cublas_tflops": cb_tf,
+                           "cublas_api": cb_api, "cublas_ms": cb_ms,
+                           "pct_cublas": 100.0 * cb_ms / ms, "launches": len(times[tile.name]),
+                           **checks[tile.name]}
+                    v["shapes"].append(row)
+                    log(f"  {tile.name}: {row['tflops']:.1f} TFLOP/s ({row['pct_cublas']:.1f}% "
+                        f"of cuBLAS), ok {row['ok']}")
+                del Cs, A, B, dA, dB
+                torch.cuda.empty_cache()
+            except Exception as e:  # noqa: BLE001
+                for v, _, _ in ks:
+                    v["shapes"].append({"shape": [n] * 3,
+                                        "error": f"{type(e).__name__}: {e}"[:400]})
+                log(f"{prec} {n}^3: FAILED {type(e).__name__}: {e}")
+                log(traceback.format_exc()[-1500:])
+
+
+def render_candidates_md(r):
+    env = r["env"]
+    lines = [f"# mma.sync main-loop candidates on {env.get('device')}", "",
+             f"- date {env.get('date')}; versions `{json.dumps(env.get('versions'))}`",
+             f"- timing: CUDA events, {r['warmup']} warm-up rounds, then {r['rounds']} "
+             f"interleaved rounds (cuBLAS and every kernel of the precision, order reversed "
+             f"every other round) of {r['per_round']} launches each; median of all launches",
+             f"- check: every element, {r['bound']}", "",
+             "| kernel | what | N^3 | TFLOP/s | cuBLAS | % cuBLAS | regs | local B | smem B | "
+             "blocks x warps/SM | compile s | max err / bound | ok |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|---|"]
+    for v in r["variants"]:
+        res = v.get("resources") or {}
+        o = v.get("occupancy") or {}
+        if not v.get("shapes"):
+            lines.append(f"| {v['kernel']} | {v['label']} | error: "
+                         f"{v.get('error', 'no shapes')[:160]} ||||||||||")
+        for s in v.get("shapes", []):
+            if "error" in s:
+                lines.append(f"| {v['kernel']} | {v['label']} | {s['shape'][0]} | error: "
+                             f"{s['error'][:120]} |||||||||")
+                continue
+            bpsm = o.get("blocks_per_sm") or 0
+            lines.append(
+                f"| {v['kernel']} | {v['label']} | {s['shape'][0]} | {s['tflops']:.1f} | "
+                f"{s['cublas_tflops']:.1f} | {s['pct_cublas']:.1f} | {res.get('regs')} | "
+                f"{res.get('local_bytes')} | {res.get('shared_bytes')} | "
+                f"{bpsm} x {o.get('warps_per_sm', 0) // max(bpsm, 1)} ({o.get('limiter')}) | "
+                f"{v.get('compile_s')} | {s['max_err']:.2e} / {s['max_bound']:.2e} | "
+                f"{'ok' if s['ok'] else 'FAIL'} |")
+    cat = {v["kernel"]: all(c["ok"] for c in v.get("catalogue", [{"ok": False}]))
+           for v in r["variants"]}
+    lines += ["", "Edge/BLAS catalogue (odd shapes, alpha/beta, NaN, K=0) all ok: "
+              + json.dumps(cat)]
+    lines += ["", "Best at 4096^3 (correct, no spills): " + json.dumps(r.get("bars")), "",
+              f"Wall time: {r['wall_s']} s.", ""]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=20)
@@ -385,7 +554,15 @@ def main(argv=None):
     ap.add_argument("--no-ncu", action="store_true")
     ap.add_argument("--budget-s", type=float, default=240.0,
                     help="stop starting new variants after this many seconds")
+    ap.add_argument("--candidates", action="store_true",
+                    help="only the defaults and the new main-loop variants (CANDIDATES) at "
+                         "4096^3 and 8192^3, interleaved rounds")
+    ap.add_argument("--rounds", type=int, default=5, help="--candidates: interleaved rounds")
+    ap.add_argument("--per-round", type=int, default=4,
+                    help="--candidates: launches per kernel per round")
     args = ap.parse_args(argv)
+    if args.candidates and args.budget_s == 240.0:
+        args.budget_s = 150.0
     t_start = time.time()
     outdir = pathlib.Path(os.environ.get("OUT") or "out")
     outdir.mkdir(parents=True, exist_ok=True)
@@ -404,6 +581,27 @@ def main(argv=None):
         result["env"]["error"] = f"{type(e).__name__}: {e}"
         log("FATAL env:", result["env"]["error"])
         torch = cuda = None
+    if args.candidates:
+        result.update(rounds=args.rounds, per_round=args.per_round, mode="candidates")
+        if torch is not None:
+            run_candidates(args, torch, cuda, result, t_start)
+        bars = {}
+        for prec in ("f16", "tf32"):
+            best = [(v["kernel"], s) for v in result["variants"]
+                    if v["tile"]["precision"] == prec and not v.get("spills")
+                    for s in v.get("shapes", []) if s.get("shape") == [4096] * 3 and s.get("ok")]
+            if best:
+                k, b = max(best, key=lambda x: x[1].get("pct_cublas", 0))
+                bars[prec] = {"kernel": k, "pct_cublas": round(b["pct_cublas"], 1),
+                              "tflops": round(b["tflops"], 1),
+                              "met_40pct": b["pct_cublas"] >= 40}
+        result["bars"] = bars
+        result["wall_s"] = round(time.time() - t_start, 1)
+        (outdir / "gpu_mma_candidates.json").write_text(json.dumps(result, indent=1, default=str))
+        md = render_candidates_md(result)
+        (outdir / "gpu_mma_candidates.md").write_text(md)
+        log(md)
+        return 0
     variants = [v for v in VARIANTS if not args.quick or "default" in v[0]]
     squares = SQUARES[:1] if args.quick else SQUARES
     cublas_cache = {}

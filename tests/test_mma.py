@@ -190,6 +190,9 @@ def test_swizzle_is_a_permutation_within_the_slice():
     (dict(wm=8), "multiples of 16"), (dict(stages=1), "stages"), (dict(smem="xor"), "smem"),
     (dict(precision="int8"), "precision"), (dict(bk=24), "bk"),
     (dict(warps_m=8, warps_n=8), "1024"), (dict(bk=64, stages=4), "shared memory"),
+    (dict(bk=128, stages=4, dynamic_smem=True), "dynamic shared memory"),
+    (dict(pipeline="cutlass"), "pipeline"), (dict(frag_buffers=2), "pipelined"),
+    (dict(pipeline="pipelined", frag_buffers=3), "frag_buffers"), (dict(group_m=0), "positive"),
     (dict(wm=0), "positive"),
 ])
 def test_mma_tile_errors(kw, match):

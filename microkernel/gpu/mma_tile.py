@@ -41,7 +41,7 @@ import numbers
 from . import banks
 from .fragments import INSTRUCTIONS
 
-__all__ = ["MmaTile", "SmemLayout", "SMEM_MODES", "smem_layout", "requests",
+__all__ = ["MmaTile", "SmemLayout", "SMEM_MODES", "PIPELINES", "DYNAMIC_SHARED_LIMIT", "smem_layout", "requests",
            "bank_report", "estimate_regs", "REG_OVERHEAD", "PRECISIONS"]
 
 PRECISIONS = ("f16", "bf16", "tf32")
@@ -50,6 +50,9 @@ SMEM_MODES = ("swizzle", "pad", "none")
 #: calibrated on ptxas 13.0 sm_90 for this kernel (see :func:`estimate_regs`).
 REG_OVERHEAD = 40
 STATIC_SHARED_LIMIT = 48 * 1024
+#: sm_90's opt-in limit of dynamic shared memory per block (227 KB).
+DYNAMIC_SHARED_LIMIT = 227 * 1024
+PIPELINES = ("simple", "pipelined")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,12 +138,31 @@ class MmaTile:
         Slices in flight (cp.async pipeline), >= 2.
     smem : {"swizzle", "pad", "none"}
         Shared-memory layout (see the module docstring).
+    pipeline : {"simple", "pipelined"}
+        Main-loop form. "simple": per slice wait + barrier, then the cp.async of
+        slice it, then its math (indices recomputed per slice). "pipelined"
+        (CUTLASS's multistage order): per-thread copy offsets and per-lane
+        ldmatrix offsets computed once in 32 bits, stages rotated by add/select,
+        the next slice's cp.async issued before the current slice's math, the
+        wait + barrier before the last k step so that the next slice's first
+        fragments are loaded while the last k step's mma run.
+    frag_buffers : {1, 2}
+        Register sets of A/B fragments ("pipelined" only): 2 loads k step kk+1
+        into the other set while k step kk's mma.sync run (CUTLASS's warp-level
+        fragment double buffering).
+    group_m : int
+        Grouped (block-swizzled) grid order: consecutive blocks walk down
+        ``group_m`` block rows before moving right (L2 reuse); 1 = row-major.
+    dynamic_smem : bool
+        Shared memory as a dynamic array sized at launch (up to 227 KB per block
+        on sm_90, the kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES attribute raised at
+        first launch) instead of a static array (48 KB).
 
     Raises
     ------
     ValueError
         A bad parameter, more than 1024 threads, or more than 48 KB of static
-        shared memory.
+        (227 KB of dynamic) shared memory.
     """
     precision: str = "f16"
     wm: int = 64
@@ -150,6 +172,10 @@ class MmaTile:
     bk: int = 32
     stages: int = 3
     smem: str = "swizzle"
+    pipeline: str = "simple"
+    frag_buffers: int = 1
+    group_m: int = 1
+    dynamic_smem: bool = False
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
@@ -166,11 +192,21 @@ class MmaTile:
             raise ValueError(f"stages must be >= 2, got {self.stages}")
         if self.smem not in SMEM_MODES:
             raise ValueError(f"smem must be one of {SMEM_MODES}, got {self.smem!r}")
+        if self.pipeline not in PIPELINES:
+            raise ValueError(f"pipeline must be one of {PIPELINES}, got {self.pipeline!r}")
+        if self.frag_buffers not in (1, 2) or isinstance(self.frag_buffers, bool):
+            raise ValueError(f"frag_buffers must be 1 or 2, got {self.frag_buffers!r}")
+        if self.frag_buffers == 2 and self.pipeline != "pipelined":
+            raise ValueError("frag_buffers=2 needs pipeline='pipelined'")
+        _pos_int("group_m", self.group_m)
+        if not isinstance(self.dynamic_smem, bool):
+            raise ValueError(f"dynamic_smem must be a bool, got {self.dynamic_smem!r}")
         if self.threads > 1024:
             raise ValueError(f"{self.threads} threads per block > 1024")
-        if self.smem_bytes > STATIC_SHARED_LIMIT:
+        if self.smem_bytes > self.smem_limit:
+            kind = "dynamic" if self.dynamic_smem else "static"
             raise ValueError(f"{self.name} needs {self.smem_bytes} bytes of shared memory; "
-                             f"static shared memory is limited to {STATIC_SHARED_LIMIT}")
+                             f"{kind} shared memory is limited to {self.smem_limit}")
 
     # -- derived ---------------------------------------------------------------------
     @property
@@ -266,9 +302,20 @@ class MmaTile:
         return self.stages * self.stage_bytes
 
     @property
+    def smem_limit(self) -> int:
+        return DYNAMIC_SHARED_LIMIT if self.dynamic_smem else STATIC_SHARED_LIMIT
+
+    @property
     def name(self) -> str:
-        return (f"mma_{self.precision}_w{self.wm}x{self.wn}_b{self.bm}x{self.bn}x{self.bk}"
-                f"_s{self.stages}_{self.smem}")
+        s = (f"mma_{self.precision}_w{self.wm}x{self.wn}_b{self.bm}x{self.bn}x{self.bk}"
+             f"_s{self.stages}_{self.smem}")
+        if self.pipeline == "pipelined":
+            s += f"_pipe{self.frag_buffers}"
+        if self.group_m > 1:
+            s += f"_g{self.group_m}"
+        if self.dynamic_smem:
+            s += "_dyn"
+        return s
 
     def grid(self, m: int, n: int) -> tuple[int, int]:
         """(blocks along N, blocks along M)."""
@@ -293,10 +340,10 @@ def _round(x: int, unit: int) -> int:
 
 def estimate_regs(tile: MmaTile) -> int:
     """Registers per thread estimated before compiling: the 4*MI*NI accumulators,
-    one k step of fragments (4*MI A registers, 2*NI B registers; tf32 the same
-    count of 32-bit registers), plus :data:`REG_OVERHEAD` for addresses, loop
+    one k step of fragments per fragment buffer (4*MI A registers, 2*NI B
+    registers; tf32 the same count of 32-bit registers), plus :data:`REG_OVERHEAD` for addresses, loop
     state and the epilogue."""
-    return tile.accumulators + 4 * tile.mi + 2 * tile.ni + REG_OVERHEAD
+    return tile.accumulators + tile.frag_buffers * (4 * tile.mi + 2 * tile.ni) + REG_OVERHEAD
 
 
 # -- lane addresses of every shared-memory instruction (per warp, per slice) ------------
