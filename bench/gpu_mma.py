@@ -89,16 +89,16 @@ VARIANTS = [
     ("tf32 padding, 2 stages", T.MmaTile("tf32", 64, 64, 2, 2, 16, 2, "pad"), False),
 ]
 SQUARES = [4096, 8192]
-#: --candidates: (label, tile). The current defaults first, then the pipelined
+#: --candidates: (label, tile). The unpipelined loop first, then the pipelined
 #: main loop (microkernel.gpu.mma_tile.MmaTile.pipeline; offline ptxas sm_90
 #: registers in the labels' notes in docs/gpu-tensor-cores.md).
 CANDIDATES = [          # pairs first: a time-budget cut drops only the last ones
-    ("f16 current default", D["f16"]),
-    ("f16 pipelined, 2 fragment sets, BK32 3 stages (48 KB static)",
-     T.MmaTile("f16", 64, 64, 2, 2, 32, 3, "swizzle", "pipelined", 2)),
-    ("tf32 current default", D["tf32"]),
-    ("tf32 pipelined, 2 fragment sets, BK16 3 stages (48 KB static)",
-     T.MmaTile("tf32", 64, 64, 2, 2, 16, 3, "swizzle", "pipelined", 2)),
+    ("f16 unpipelined main loop (the default before 2026-12-01)",
+     T.MmaTile("f16", 64, 64, 2, 2, 32, 3, "swizzle")),
+    ("f16 default: pipelined, 2 fragment sets, BK32 3 stages (48 KB static)", D["f16"]),
+    ("tf32 unpipelined main loop (the default before 2026-12-01)",
+     T.MmaTile("tf32", 64, 64, 2, 2, 16, 3, "swizzle")),
+    ("tf32 default: pipelined, 2 fragment sets, BK16 3 stages (48 KB static)", D["tf32"]),
     ("f16 pipelined, 1 fragment set, BK64 3 stages (96 KB dynamic)",
      T.MmaTile("f16", 64, 64, 2, 2, 64, 3, "swizzle", "pipelined", 1, 1, True)),
     ("f16 pipelined, 2 fragment sets, BK32 4 stages (64 KB dynamic), grouped grid 8",

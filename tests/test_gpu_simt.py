@@ -289,6 +289,9 @@ def test_planner_errors():
         launch.plan_launch(4, 4, 4, tile="avx2_6x16")
     with pytest.raises(ValueError, match="sm_count"):
         launch.plan_launch(4, 4, 4, limits=SmLimits(name="none"))
+    # 1024x1024 split 32: 32 x 4 MiB of fp32 partial sums = 128 MiB > the 64 MiB limit
+    with pytest.raises(ValueError, match=r"split 32 for 1024x1024x1024 needs 128 MiB"):
+        launch.plan_launch(1024, 1024, 1024, tile=DEFAULT_TILE, split=32)
 
 
 # -- call overhead: the plan cache --------------------------------------------------------

@@ -119,7 +119,7 @@ def run(args) -> int:
         g = fig[k.label]
         row = [k.label, _iv(g), _iv(g, "pct_peak", fmt="{:.0f}")]
         if own:
-            row += [g["peak"], _iv(fig[g["peak"]])]
+            row += [g["peak"].removeprefix("fma_peak:"), _iv(fig[g["peak"]])]
         t.add_row(*row)
         result["l1"].append({"kernel": k.label, **g})
     if own:
@@ -139,8 +139,9 @@ def run(args) -> int:
         t = Table(title=f"gemm() {kern.label} on {dtype} (KC={blk.kc} MC={blk.mc} NC={blk.nc}), "
                         f"{threads} thread(s), {args.rounds} interleaved rounds; ratio: "
                         f"the peer's time / ours (> 1: ours is faster) [95%]",
-                  box=box.SIMPLE_HEAD, title_justify="left")
-        cols = ["shape", "ours GF/s", "% of peak x threads"]
+                  box=box.SIMPLE_HEAD, title_justify="left",
+                  caption="% peak: of the kernel's peak x threads", caption_justify="left")
+        cols = ["shape", "ours GF/s", "% peak"]
         for n in peer_names:
             cols += [f"{n} GF/s", f"vs {n}"]
         for col in cols:

@@ -224,16 +224,19 @@ def _print(con, res, labels, peer_names) -> None:
     con.print(f"{len(labels)} contender(s), {len(res['shapes'])} shape(s), {res['rounds']} "
               f"interleaved rounds, {res['threads']} thread(s); peers: "
               f"{'; '.join(res['peers'].values()) or 'none'}; intervals 95% (bootstrap "
-              f"over rounds); 'vs' = their time / this one's (> 0%: this one is faster)")
+              f"over rounds); 'vs' = their time / this one's (> 0%: this one is faster); "
+              f"'faster' = rounds in which it beat {first}")
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
               title="per shape: GFLOP/s and speed paired by round")
-    for col, j in (("shape", "left"), ("contender", "left"), ("GF/s", "right"),
-                   (f"vs {first}", "right"), ("vs numpy", "right"), ("rounds faster", "right")):
+    # the shape on a row of its own: the numbers never lose digits to a 100-column table
+    for col, j in (("shape / contender", "left"), ("GF/s", "right"),
+                   (f"vs {first}", "right"), ("vs numpy", "right"), ("faster", "right")):
         t.add_column(col, justify=j, no_wrap=True)
     for s in res["shapes"]:
-        for i, name in enumerate(labels + peer_names):
+        t.add_row(f"[bold]{s['shape']}[/bold]", "", "", "", "")
+        for name in labels + peer_names:
             c = s["contenders"][name]
-            t.add_row(s["shape"] if i == 0 else "", name, f"{c['gflops']:.1f}",
+            t.add_row(f"  {name}", f"{c['gflops']:.1f}",
                       "-" if name == first else _pct(c["vs_first"]),
                       "-" if name == "numpy" or not c["vs_numpy"] else _pct(c["vs_numpy"]),
                       "-" if name == first else f"{c['faster_than_first']}/{res['rounds']}")

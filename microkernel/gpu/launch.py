@@ -265,6 +265,11 @@ def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
                            "predicted_us": round(tbest[0] * 1e6, 2)})
         best = opts if best is None else best + opts
     if not best:
+        if split is not None and split > 1 and 4 * split * m * n > WORKSPACE_LIMIT:
+            raise ValueError(
+                f"split {split} for {m}x{n}x{k} needs {4 * split * m * n / 2**20:.0f} MiB "
+                f"of fp32 partial sums, more than the {WORKSPACE_LIMIT / 2**20:.0f} MiB "
+                f"workspace limit (launch.WORKSPACE_LIMIT): use a smaller split")
         raise ValueError(f"no candidate tile can launch for {m}x{n}x{k}")
     fastest = min(o[0] for o in best)
 

@@ -40,11 +40,17 @@ __all__ = ["MmaKernel", "kernel_for", "build", "source", "signature", "DEFAULT_M
            "clear_cache"]
 
 #: The default tile per precision: 64x64 warp tiles (128 fp32 accumulators per
-#: lane: the port of avx512_8x16), 2x2 warps, XOR swizzle, 48 KB of stages.
+#: lane: the port of avx512_8x16), 2x2 warps, XOR swizzle, 48 KB of static shared
+#: memory in 3 stages, and the pipelined main loop with 2 fragment sets (ldmatrix of
+#: k-step s+1 issued before the mma.sync of step s). Measured on the H200
+#: (bench/results/h200/mma_candidates.md, 2026-12-01): f16 417.5 TFLOP/s = 54.8% of
+#: cuBLAS at 4096^3 against 242.6 (31.9%) for the unpipelined loop; tf32 43.3%
+#: against 25.0%. The 4-stage grouped-grid variant (421.3, 55.3%) ties with it and
+#: needs a dynamic shared-memory opt-in, so the static one is the default.
 DEFAULT_MMA_TILES = {
-    "f16": MmaTile("f16", 64, 64, 2, 2, 32, 3, "swizzle"),
-    "bf16": MmaTile("bf16", 64, 64, 2, 2, 32, 3, "swizzle"),
-    "tf32": MmaTile("tf32", 64, 64, 2, 2, 16, 3, "swizzle"),
+    "f16": MmaTile("f16", 64, 64, 2, 2, 32, 3, "swizzle", "pipelined", 2),
+    "bf16": MmaTile("bf16", 64, 64, 2, 2, 32, 3, "swizzle", "pipelined", 2),
+    "tf32": MmaTile("tf32", 64, 64, 2, 2, 16, 3, "swizzle", "pipelined", 2),
 }
 
 

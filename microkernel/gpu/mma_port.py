@@ -15,7 +15,11 @@ fragment count), as the SIMT port splits a tile over threads.
 **The block.** 4 warps (2 x 2) for warp tiles of 2048+ elements, else 8, arranged
 for the most nearly square block tile; BK = 32 (f16/bf16: two k16 steps; tf32: 16,
 two k8 steps, as its rows are twice as wide); as many cp.async stages (4, 3, 2) as
-fit the 48 KB of static shared memory; the XOR swizzle unless asked otherwise.
+fit the 48 KB of static shared memory; the XOR swizzle unless asked otherwise; the
+pipelined main loop (the ``ldmatrix`` of k step s+1 issued before the ``mma.sync`` of
+step s) with two fragment sets where the estimate stays within 255 - 16 registers, else
+one (on the H200 it gave 54.8% of cuBLAS f16 at 4096^3 against 31.9% for the simple
+loop: bench/results/h200/mma_candidates.md).
 
 The report: warp tile, block tile, fragments and accumulators per lane, registers
 (estimated; then compiled: numba's dispatcher on a GPU, else ptxas offline),
@@ -110,9 +114,18 @@ def _block(precision, mi, ni, warps, smem, bk, stages) -> MmaTile:
     for k in ((bk,) if bk else ((32, 16) if precision != "tf32" else (16, 8))):
         for s in ((stages,) if stages else (4, 3, 2)):
             try:
-                return MmaTile(precision, wm, wn, wmn, wnn, k, s, smem)
+                tile = MmaTile(precision, wm, wn, wmn, wnn, k, s, smem)
             except ValueError as e:
                 err = e
+                continue
+            # the pipelined main loop (54.8% of cuBLAS against 31.9% unpipelined on the
+            # H200, bench/results/h200/mma_candidates.md), with the second fragment set
+            # only where the estimate stays inside 255 registers
+            for bufs in (2, 1):
+                piped = dataclasses.replace(tile, pipeline="pipelined", frag_buffers=bufs)
+                if estimate_regs(piped) <= SM90.max_regs_per_thread - REG_MARGIN:
+                    return piped
+            return tile
     raise ValueError(f"no BK/stages fit a {wm * wmn}x{wn * wnn} block: {err}")
 
 
@@ -157,7 +170,9 @@ def plan_mma(spec_or_name, precision: str = "f16", *, vector_bits: int | None = 
                              f"than {SM90.max_regs_per_thread - REG_MARGIN} registers"))
     notes.append(f"block {tile.bm}x{tile.bn} = {tile.warps_m}x{tile.warps_n} warps, BK={tile.bk} "
                  f"({tile.ki} k{tile.instr.k} steps), {tile.stages} cp.async stages, "
-                 f"{tile.smem} shared layout, {tile.instr.ptx}")
+                 f"{tile.smem} shared layout, {tile.pipeline} main loop"
+                 + (f" ({tile.frag_buffers} fragment sets)" if tile.pipeline == "pipelined" else "")
+                 + f", {tile.instr.ptx}")
     return MmaPlan(spec.name, mr, nr, precision, tile, split, est, notes)
 
 
