@@ -11,6 +11,9 @@
 #                                      (`microkernel compare`) on squares and DeepBench
 #   bash bench/device_cpu.sh types     issue 21: the x86 typed tiles (registry.DEVICE_TYPED:
 #                                      AMX, AVX512-BF16/FP16, VNNI) -- bench/device_types.sh
+#   bash bench/device_cpu.sh blocking  the MC/KC of the f32 default at 16 and 4 threads and of
+#                                      amx_bf16_32x32 at one thread, n = 4096, interleaved
+#                                      with numpy and PyTorch (`compare` NAME:kc=,mc=)
 #
 # Writes into $OUT (or out/ when OUT is unset). cffi and pyperf are not on that image:
 # carry wheels in .whl/ (see the device tool's README); they are installed into /tmp/site.
@@ -27,6 +30,22 @@ mk() { python3 -m microkernel "$@"; }
 run() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
 if [ "${1:-}" = types ]; then
   exec bash "$(dirname "$0")/device_types.sh"
+fi
+if [ "${1:-}" = blocking ]; then
+  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
+  v="$f32;$f32:mc=176;$f32:mc=352;$f32:kc=384,mc=480"
+  {
+    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
+        --kernels "$v" --sizes 2048,4096 --threads 16 --rounds 5 --pause 0.3 \
+        --json "$OUT/blocking_f32_16t.json"
+    run env OMP_NUM_THREADS=4 OPENBLAS_NUM_THREADS=4 taskset -c 0-3 python3 -m microkernel \
+        compare --kernels "$v" --sizes 4096 --threads 4 --rounds 3 --pause 0.3 \
+        --json "$OUT/blocking_f32_4t.json"
+    run taskset -c 2 python3 -m microkernel compare --dtype bf16 --sizes 4096 --rounds 5 \
+        --kernels "amx_bf16_32x32;amx_bf16_32x32:kc=704;amx_bf16_32x32:kc=1024;amx_bf16_32x32:kc=704,mc=256;amx_bf16_32x32:kc=1024,mc=512" \
+        --json "$OUT/blocking_amx_bf16_4096.json"
+  } 2>&1 | tee "$OUT/device_blocking.log"
+  exit 0
 fi
 if [ "${1:-}" = compare ]; then
   tiles=$(python3 -c "from microkernel import registry; print(';'.join(s.name for s in registry.DEVICE_AVX512))")
