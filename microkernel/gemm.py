@@ -25,10 +25,12 @@ def blocking_for(kernel) -> Blocking:
     """The analytical-model blocking (KC, MC, NC) for a loaded kernel on this machine."""
     from .blocking import panel_bytes
     sizes = panel_bytes(kernel.spec)       # typed panels: 2-byte bf16, 1-byte int8, ...
-    key = (kernel.mr, kernel.nr, sizes)
+    l2_panels = kernel.spec.isa == "amx"   # tile registers: micro-panels from L2
+    key = (kernel.mr, kernel.nr, sizes, l2_panels)
     if key not in _BLOCKING:
         from .probe import probe
-        _BLOCKING[key] = model_blocking(kernel.mr, kernel.nr, probe().caches, *sizes)
+        _BLOCKING[key] = model_blocking(kernel.mr, kernel.nr, probe().caches, *sizes,
+                                        l2_panels=l2_panels)
     return _BLOCKING[key]
 
 

@@ -77,3 +77,17 @@ def test_missing_levels_fall_back():
     assert "no L2 data" in no_l2.why[1] and "capped" in no_l2.why[1]
     no_l3 = model_blocking(4, 24, _caches((8, 64), (8, 1024), None))
     assert no_l3.nc == FALLBACK.nc // 24 * 24 and "no L3 data" in no_l3.why[2]
+
+
+@pytest.mark.parametrize("a_bytes,b_bytes,kc,mc", [
+    # bf16: KC = 2048 / 2 = 1024; MC = 2 MiB / 2 / (1024 * 2) = 512
+    (2, 2, 1024, 512),
+    # int8: KC = 2048 / 1 = 2048; MC = 1 MiB / 2048 = 512
+    (1, 1, 2048, 512),
+])
+def test_tile_register_isas_block_for_the_l2(a_bytes, b_bytes, kc, mc):
+    b = model_blocking(32, 32, SAPPHIRE_RAPIDS, a_bytes, b_bytes, l2_panels=True)
+    assert (b.kc, b.mc) == (kc, mc)
+    # NC: C_Bc = 19 - ceil(2*KC*MC*S_A / (64*245760)) = 18 -> far above the cap: 4064
+    assert b.nc == 4064
+    assert "L2" in b.why[0] and "half" in b.why[1]
