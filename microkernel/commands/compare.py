@@ -215,8 +215,10 @@ def _figures(r, problems, labels, peer_names, args) -> dict:
 
 
 def _pct(d) -> str:
+    """``+11.2 [+2.6,+26.9]``: a speed ratio as a percentage difference (the column
+    header carries the %) with its interval."""
     f = lambda x: f"{100 * (x - 1):+.1f}"  # noqa: E731
-    return f"{f(d['point'])}% [{f(d['lo'])}, {f(d['hi'])}]"
+    return f"{f(d['point'])} [{f(d['lo'])},{f(d['hi'])}]"
 
 
 def _print(con, res, labels, peer_names) -> None:
@@ -230,7 +232,7 @@ def _print(con, res, labels, peer_names) -> None:
               title="per shape: GFLOP/s and speed paired by round")
     # the shape on a row of its own: the numbers never lose digits to a 100-column table
     for col, j in (("shape / contender", "left"), ("GF/s", "right"),
-                   (f"vs {first}", "right"), ("vs numpy", "right"), ("faster", "right")):
+                   (f"vs {first}, %", "right"), ("vs numpy, %", "right"), ("faster", "right")):
         t.add_column(col, justify=j, no_wrap=True)
     for s in res["shapes"]:
         t.add_row(f"[bold]{s['shape']}[/bold]", "", "", "", "")
@@ -243,7 +245,7 @@ def _print(con, res, labels, peer_names) -> None:
     con.print(t)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
               title="over all shapes (geometric mean of per-shape ratios)")
-    for col, j in (("contender", "left"), (f"vs {first}", "right"), ("vs numpy", "right")):
+    for col, j in (("contender", "left"), (f"vs {first}, %", "right"), ("vs numpy, %", "right")):
         t.add_column(col, justify=j, no_wrap=True)
     for name in labels + peer_names:
         w = res["workload"][name]
