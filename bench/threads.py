@@ -7,7 +7,8 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    OpenBLAS, PyTorch's CPU matmul / MKL, when installed), each timing its own calls at
    every thread count and size: a warm-up call, then 7 samples (the timing engine,
    :class:`microkernel.timing.Rounds`, with only that library in the round), medians.
-   microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices), so
+   microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices; the
+   team with its grid of rows and with MICROKERNEL_TEAM_GRID=square), so
    the switch between them is measured, not assumed, and with the team also fully
    passive (OMP_WAIT_POLICY=PASSIVE) and with libgomp's default spin (300,000):
    ours, GOMP_SPINCOUNT=20000, between the two.
@@ -96,6 +97,8 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     import importlib.util
     libs = [("microkernel team", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel team square", {"MICROKERNEL_THREADING": "team",
+                                         "MICROKERNEL_TEAM_GRID": "square"}),
             ("microkernel slices", {"MICROKERNEL_THREADING": "slices"}),
             ("microkernel team passive", {"MICROKERNEL_THREADING": "team",
                                           "OMP_WAIT_POLICY": "PASSIVE"}),
@@ -108,7 +111,8 @@ def main():
     vthreads = ([int(x) for x in args.variants_threads.split(",")] if args.variants_threads
                 else [max(threads)])
     for lib, env in libs:
-        ts = vthreads if lib.endswith(("passive", "spin300k")) else threads
+        ts = (vthreads if lib.endswith(("passive", "spin300k"))
+              else [t for t in threads if t > 1] if lib.endswith("square") else threads)
         results += [dict(r, lib=lib) for r in alone(lib, ts, sizes, env)]
     # interleaved, at the largest thread count, back to back and with a pause
     tmax = max(threads)

@@ -777,15 +777,48 @@ static int mk_threading(int nthreads)
     return nthreads >= 3 ? MK_TEAM : MK_SLICES;
 }
 
-/* The team's grid: tm rows x tn columns of threads, tm the largest divisor of nt that
- * has at least one MR panel of rows each (rows first: threads on distinct rows pack
- * distinct A blocks; threads sharing rows pack the same A block each). */
-static void mk_team_grid(int nt, int64_t row_panels, int *tm, int *tn)
+/* The team's grid: tm rows x tn columns of threads. MK_GRID_ROWS: tm the largest
+ * divisor of nt that has at least one MR panel of rows each (threads on distinct rows
+ * pack distinct A blocks). MK_GRID_SQUARE (BLIS's ic x jr ways): the divisor that makes
+ * each thread's part of C most nearly square, so that its share of the B block
+ * (KC x NC/tn) is tn times smaller and can stay in its L2 across the ic loop, at the
+ * price of tn threads packing the same A block. $MICROKERNEL_TEAM_GRID = rows | square
+ * (read once); rows by default. */
+enum { MK_GRID_ROWS = 0, MK_GRID_SQUARE = 1 };
+
+static int mk_grid_kind(void)
 {
+    static int kind = -1;
+    if (kind < 0) {
+        const char *e = getenv("MICROKERNEL_TEAM_GRID");
+        kind = e && !strcmp(e, "square") ? MK_GRID_SQUARE : MK_GRID_ROWS;
+    }
+    return kind;
+}
+
+static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, int *tm, int *tn)
+{
+    const int64_t row_panels = (m + mr - 1) / mr, col_panels = (n + nr - 1) / nr;
     int best = 1;
-    for (int d = 1; d <= nt; ++d)
-        if (nt % d == 0 && d <= row_panels)
+    double best_score = 1e300;
+    const int square = mk_grid_kind() == MK_GRID_SQUARE;
+    for (int d = 1; d <= nt; ++d) {
+        if (nt % d != 0 || d > row_panels)
+            continue;
+        if (!square) {
             best = d;
+            continue;
+        }
+        if (nt / d > col_panels && d != 1)
+            continue;
+        /* |log(rows per thread / columns per thread)|, ties to more rows */
+        const double r = ((double)m / d) / ((double)n / (nt / d));
+        const double score = r >= 1.0 ? r : 1.0 / r;
+        if (score <= best_score) {
+            best_score = score;
+            best = d;
+        }
+    }
     *tm = best;
     *tn = nt / best;
 }
@@ -859,7 +892,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         /* the shared-B team (mk_loops): one B block for all, A and the edge buffer
          * per thread */
         int tm, tn;
-        mk_team_grid(nthreads, (m + mr - 1) / mr, &tm, &tn);
+        mk_team_grid(nthreads, m, n, mr, nr, &tm, &tn);
         const int64_t max_panels = (nc_blk + (MK_C_ALIGN > 0 ? nr : 0) + nr - 1) / nr + 1;
         const int64_t kcp_max = mk_round_up(kc_blk, MK_G);
         const size_t b_shared = (size_t)mk_round_up(
@@ -881,7 +914,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
             /* a team smaller than asked (OMP_THREAD_LIMIT, nesting) gets its own grid */
             int gtm = tm, gtn = tn;
             if (nt != nthreads)
-                mk_team_grid(nt, (m + mr - 1) / mr, &gtm, &gtn);
+                mk_team_grid(nt, m, n, mr, nr, &gtm, &gtn);
             const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn};
             char *mine = ws + b_shared + per_thread * (size_t)t;
             mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,

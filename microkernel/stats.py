@@ -189,7 +189,9 @@ def verdict(times: dict[str, np.ndarray], *, margin: float = DEFAULT_MARGIN,
 
     ``times``: name -> seconds per call, shape (shapes, rounds), NaN where not timed.
     The leader is the ``eligible`` contender (default: all) with the best
-    :func:`speed_scores`; every other contender is compared with it round by round
+    :func:`speed_scores`, replaced by any eligible contender that is faster than it
+    paired round by round (so no contender shows a positive "vs leader"); every other
+    contender is compared with it round by round
     (:func:`compare`) and is *behind* when its interval's upper end is below
     ``1 - margin``, else *tied*.
 
@@ -205,9 +207,21 @@ def verdict(times: dict[str, np.ndarray], *, margin: float = DEFAULT_MARGIN,
     scores = speed_scores(times)
     pool = [n for n in times if eligible is None or n in eligible] or list(times)
     leader = max(pool, key=lambda n: (scores[n], -list(times).index(n)))
+    rel = compare(times, leader, level=level, n_boot=n_boot, seed=seed)
+    # the leader by the paired statistic the verdict prints: a contender faster than
+    # the median-time leader round by round takes its place (a slow spell can put the
+    # medians in a different order); paired ratios are not transitive, so this stops
+    # once no contender is ahead or a leader comes back
+    seen = {leader}
+    while True:
+        ahead = max(pool, key=lambda n: rel[n].point)
+        if rel[ahead].point <= 1.0 or ahead in seen:
+            break
+        leader = ahead
+        seen.add(leader)
+        rel = compare(times, leader, level=level, n_boot=n_boot, seed=seed)
     comps = {}
     ties, behind = [leader], []
-    rel = compare(times, leader, level=level, n_boot=n_boot, seed=seed)
     for name in sorted(times, key=lambda n: -rel[n].point):
         if name == leader:
             comps[name] = Comparison(name, rel[name], "leader")

@@ -47,9 +47,11 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("mode", ["team", "slices"])
+@pytest.mark.parametrize("mode", ["team", "team square", "slices"])
 def test_each_thread_decomposition_is_correct(mode, tmp_path):
-    env = {**os.environ, "MICROKERNEL_THREADING": mode}
+    # "team square": the team's grid of MICROKERNEL_TEAM_GRID=square (threads share rows)
+    env = {**os.environ, "MICROKERNEL_THREADING": mode.split()[0],
+           "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows"}
     res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                          env=env, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -189,3 +189,16 @@ def test_verdict_margin():
     assert v0.separated and v0.behind == ("b", "c")
     with pytest.raises(ValueError, match="margin"):
         stats.verdict(times, margin=1.5)
+
+
+def test_the_leader_is_the_one_no_contender_beats_round_by_round():
+    # 1 shape, 5 rounds. a's median time (1.00) is below b's (1.25), but b is faster in
+    # 4 of 5 rounds: a slow spell hit rounds 2-4, b hardest in round 2. Paired ratios
+    # a/b: 1.02, 1.02, 0.71, 1.04, 1.04 -> median 1.02 > 1, so b leads, and a is the one
+    # behind it (0.98 of b).
+    a = np.array([[1.00, 1.00, 1.00, 1.30, 1.30]])
+    b = np.array([[0.98, 0.98, 1.40, 1.25, 1.25]])
+    assert np.median(a) < np.median(b)
+    v = stats.verdict({"a": a, "b": b}, margin=0.03)
+    assert v.leader == "b"
+    assert v.comparisons["a"].vs_leader.point == pytest.approx(0.98)
