@@ -149,6 +149,9 @@ class Verdict:
 
     def summary(self) -> str:
         """One line: the winner, or the tie and its members."""
+        if len(self.comparisons) == 1:
+            return (f"one contender ({self.leader}): nothing to rank; the peers' columns "
+                    f"are its comparison")
         if self.separated:
             return (f"winner: {self.leader} (every other tile slower by more than "
                     f"{100 * self.margin:.0f}% at {100 * self.level:.0f}% confidence)")

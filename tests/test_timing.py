@@ -202,3 +202,8 @@ def test_the_leader_is_the_one_no_contender_beats_round_by_round():
     v = stats.verdict({"a": a, "b": b}, margin=0.03)
     assert v.leader == "b"
     assert v.comparisons["a"].vs_leader.point == pytest.approx(0.98)
+
+
+def test_a_lone_contender_is_not_called_a_winner():
+    v = stats.verdict({"a": np.ones((2, 5))})
+    assert v.summary().startswith("one contender (a): nothing to rank")
