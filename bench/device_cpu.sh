@@ -19,13 +19,7 @@
 # carry wheels in .whl/ (see the device tool's README); they are installed into /tmp/site.
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-export MICROKERNEL_CACHE_DIR=/tmp/mkcache OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"   # .whl/ wheels, PYTHONPATH, threads
 mk() { python3 -m microkernel "$@"; }
 run() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
 if [ "${1:-}" = types ]; then

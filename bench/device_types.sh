@@ -23,13 +23,7 @@
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT/types_validate"
 STOP_AFTER=${STOP_AFTER:-420}
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-export MICROKERNEL_CACHE_DIR=/tmp/mkcache OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"   # .whl/ wheels, PYTHONPATH, threads
 STEPS="$OUT/types_steps.txt"; : > "$STEPS"
 LOG="$OUT/device_types.log"
 PIN=""   # one core for the timings, where there is a core 2

@@ -50,22 +50,13 @@ import subprocess
 import sys
 import time
 import traceback
-import types
 
 os.environ["CUPY_TF32"] = "0"                 # full fp32 cuBLAS
-os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
+
+# numba env, np.row_stack shim, microkernel without cffi: before numba or microkernel
+from _gpu_common import ROOT, ROW_STACK_SHIM, nvidia_smi  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-ROW_STACK_SHIM = not hasattr(np, "row_stack")
-if ROW_STACK_SHIM:                             # numba-cuda 0.30.4 vs numpy >= 2.5
-    np.row_stack = np.vstack
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if "microkernel" not in sys.modules:           # bypass microkernel/__init__ (cffi)
-    _pkg = types.ModuleType("microkernel")
-    _pkg.__path__ = [str(ROOT / "microkernel")]
-    sys.modules["microkernel"] = _pkg
 
 from microkernel.registry import BUILTIN as _ALL_TILES  # noqa: E402
 BUILTIN_TILES = [s for s in _ALL_TILES if s.types == "f32"]
@@ -152,12 +143,7 @@ def main(argv=None) -> int:
     env = {"device": name, "cc": list(dev.compute_capability), "sm_count": sms,
            "versions": versions(), "CUPY_TF32": os.environ.get("CUPY_TF32"),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    try:
-        env["driver"] = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.max.sm,power.limit",
-             "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
-    except Exception:  # noqa: BLE001
-        env["driver"] = None
+    env["driver"] = nvidia_smi()
     log("env:", json.dumps(env))
     limits = occ.SmLimits(name="sm_%d%d" % dev.compute_capability, sm_count=sms)
 

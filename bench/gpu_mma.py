@@ -58,20 +58,11 @@ import subprocess
 import sys
 import time
 import traceback
-import types
 
-os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
+# numba env, np.row_stack shim, microkernel without cffi: before numba or microkernel
+from _gpu_common import ROOT, ROW_STACK_SHIM  # noqa: E402
+
 import numpy as np  # noqa: E402
-
-ROW_STACK_SHIM = not hasattr(np, "row_stack")
-if ROW_STACK_SHIM:
-    np.row_stack = np.vstack
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if "microkernel" not in sys.modules:           # bypass microkernel/__init__ (cffi)
-    _pkg = types.ModuleType("microkernel")
-    _pkg.__path__ = [str(ROOT / "microkernel")]
-    sys.modules["microkernel"] = _pkg
 
 from microkernel.gpu import mma_kernel as MK, mma_tile as T  # noqa: E402
 from microkernel.gpu import occupancy as occ  # noqa: E402
@@ -245,6 +236,25 @@ def catalogue(torch, tile):
     return out
 
 
+def compile_variant(torch, tile, v, static_smem=True):
+    """Compile ``tile``'s kernel and record into ``v``: compile seconds, numba's
+    resources, spills, the sm_90 occupancy model and the catalogue (edges, guarded
+    copies, BLAS cases). Returns the kernel."""
+    kern = MK.kernel_for(tile)
+    t0 = time.time()
+    kern.compile()
+    v["compile_s"] = round(time.time() - t0, 1)
+    res = kern.resources()
+    v["resources"] = res
+    v["spills"] = res["local_bytes"] > 0
+    v["occupancy"] = occ.occupancy(res["regs"], tile.threads, res["shared_bytes"],
+                                   static_smem=static_smem).as_dict()
+    log(f"{tile.name}: compiled in {v['compile_s']} s, {res}")
+    v["catalogue"] = catalogue(torch, tile)
+    log(f"  catalogue ok: {all(c['ok'] for c in v['catalogue'])}")
+    return kern
+
+
 def run_shape(torch, cuda, kern, tile, m, n, k, args, cublas_cache):
     A, B = make_inputs(torch, tile.precision, m, n, k, m + n + k)
     dA, dB = kernel_form(torch, cuda, A, tile.precision), kernel_form(torch, cuda, B, tile.precision)
@@ -411,18 +421,7 @@ def run_candidates(args, torch, cuda, result, t_start):
             v["error"] = "skipped: time budget"
             continue
         try:
-            kern = MK.kernel_for(tile)
-            t0 = time.time()
-            kern.compile()
-            v["compile_s"] = round(time.time() - t0, 1)
-            res = kern.resources()
-            v["resources"] = res
-            v["spills"] = res["local_bytes"] > 0
-            v["occupancy"] = occ.occupancy(res["regs"], tile.threads, res["shared_bytes"],
-                                           static_smem=not tile.dynamic_smem).as_dict()
-            log(f"{tile.name}: compiled in {v['compile_s']} s, {res}")
-            v["catalogue"] = catalogue(torch, tile)      # edges, guarded copies, BLAS cases
-            log(f"  catalogue ok: {all(c['ok'] for c in v['catalogue'])}")
+            kern = compile_variant(torch, tile, v, static_smem=not tile.dynamic_smem)
             kernels.append((v, kern, tile))
         except Exception as e:  # noqa: BLE001
             v["error"] = f"{type(e).__name__}: {e}"[:600]
@@ -545,6 +544,17 @@ def render_candidates_md(r):
     return "\n".join(lines)
 
 
+def write_result(outdir, stem, result, render, t_start):
+    """Record the wall time, write ``STEM.json`` and ``STEM.md`` (``render(result)``)
+    to ``outdir`` and print the markdown last. Returns 0 (the exit status)."""
+    result["wall_s"] = round(time.time() - t_start, 1)
+    (outdir / f"{stem}.json").write_text(json.dumps(result, indent=1, default=str))
+    md = render(result)
+    (outdir / f"{stem}.md").write_text(md)
+    log(md)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=20)
@@ -596,12 +606,7 @@ def main(argv=None):
                               "tflops": round(b["tflops"], 1),
                               "met_40pct": b["pct_cublas"] >= 40}
         result["bars"] = bars
-        result["wall_s"] = round(time.time() - t_start, 1)
-        (outdir / "gpu_mma_candidates.json").write_text(json.dumps(result, indent=1, default=str))
-        md = render_candidates_md(result)
-        (outdir / "gpu_mma_candidates.md").write_text(md)
-        log(md)
-        return 0
+        return write_result(outdir, "gpu_mma_candidates", result, render_candidates_md, t_start)
     variants = [v for v in VARIANTS if not args.quick or "default" in v[0]]
     squares = SQUARES[:1] if args.quick else SQUARES
     cublas_cache = {}
@@ -615,17 +620,7 @@ def main(argv=None):
                 continue
             try:
                 v["banks"] = T.bank_report(tile)
-                kern = MK.kernel_for(tile)
-                t0 = time.time()
-                kern.compile()
-                v["compile_s"] = round(time.time() - t0, 1)
-                res = kern.resources()
-                v["resources"] = res
-                v["spills"] = res["local_bytes"] > 0
-                v["occupancy"] = occ.occupancy(res["regs"], tile.threads, res["shared_bytes"]).as_dict()
-                log(f"{tile.name}: compiled in {v['compile_s']} s, {res}")
-                v["catalogue"] = catalogue(torch, tile)
-                log(f"  catalogue ok: {all(c['ok'] for c in v['catalogue'])}")
+                kern = compile_variant(torch, tile, v)
                 shapes = [(s, s, s) for s in squares] + (deepbench() if with_db and not args.quick else [])
                 for (m, n, k) in shapes:
                     try:
@@ -660,12 +655,7 @@ def main(argv=None):
             log("tests:", result["tests"]["returncode"], result["tests"]["tail"][-300:])
         except Exception as e:  # noqa: BLE001
             result["tests"] = {"returncode": -1, "seconds": 0, "tail": f"{type(e).__name__}: {e}"}
-    result["wall_s"] = round(time.time() - t_start, 1)
-    (outdir / "gpu_mma.json").write_text(json.dumps(result, indent=1, default=str))
-    md = render_md(result)
-    (outdir / "gpu_mma.md").write_text(md)
-    log(md)
-    return 0
+    return write_result(outdir, "gpu_mma", result, render_md, t_start)
 
 
 if __name__ == "__main__":

@@ -58,22 +58,13 @@ import subprocess
 import sys
 import time
 import traceback
-import types
 
 os.environ["CUPY_TF32"] = "0"                    # full fp32 cuBLAS
-os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
+
+# numba env, np.row_stack shim, microkernel without cffi: before numba or microkernel
+from _gpu_common import ROOT, ROW_STACK_SHIM, nvidia_smi  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-ROW_STACK_SHIM = not hasattr(np, "row_stack")
-if ROW_STACK_SHIM:                               # numba-cuda 0.30.4 vs numpy >= 2.5
-    np.row_stack = np.vstack
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if "microkernel" not in sys.modules:             # bypass microkernel/__init__ (cffi)
-    _pkg = types.ModuleType("microkernel")
-    _pkg.__path__ = [str(ROOT / "microkernel")]
-    sys.modules["microkernel"] = _pkg
 
 T_START = time.time()
 BUDGET_S = 345.0                                 # stop optional parts past this
@@ -138,12 +129,7 @@ def env_part() -> dict:
             out[mod] = getattr(m, "__version__", "?")
         except Exception as e:  # noqa: BLE001
             out[mod] = f"missing ({type(e).__name__})"
-    try:
-        out["nvidia_smi"] = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.max.sm,power.limit",
-             "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
-    except Exception:  # noqa: BLE001
-        out["nvidia_smi"] = None
+    out["nvidia_smi"] = nvidia_smi()
     log("env:", json.dumps(out))
     return out
 

@@ -40,7 +40,7 @@ import threading
 
 import cffi
 
-__all__ = ["BuildError", "build_module", "load_module", "cache_dir", "c_src_dir", "compiler", "BUILD_COUNT"]
+__all__ = ["BuildError", "build_module", "load_module", "cache_dir", "cached_file", "c_src_dir", "compiler", "BUILD_COUNT"]
 
 # Read once at import: on Python 3.11 sysconfig.get_config_var() is not thread-safe
 # on its first call (a racing thread can see None), which would change the hash.
@@ -79,6 +79,24 @@ def cache_dir() -> pathlib.Path:
         path = pathlib.Path(platformdirs.user_cache_dir("microkernel"))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def cached_file(dest: pathlib.Path, make) -> pathlib.Path:
+    """dest, made once (its name carries the hash of what it is made from): when it
+    does not exist, ``make(tmp)`` writes it in a fresh temporary directory ``tmp`` (a
+    Path beside dest) and returns the file's path, which replaces dest atomically;
+    a file lock makes threads and processes making the same dest wait for one. Creates
+    dest's directory; returns dest."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        return dest
+    import filelock
+    with filelock.FileLock(str(dest) + ".lock"):
+        if dest.exists():
+            return dest
+        with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".build-") as tmp:
+            os.replace(make(pathlib.Path(tmp)), dest)
+    return dest
 
 
 def compiler() -> list[str]:

@@ -121,6 +121,53 @@ def _plan(kern):
     return plan[1:]
 
 
+def _driver(kern, blocking):
+    """(ffi, lib, ``mk_blocking *``) for a call of kern's driver: the blocking is the
+    model's, or ``blocking`` (a Blocking, or a dict of overrides) when given."""
+    ffi, lib, cblk = _plan(kern)
+    if isinstance(blocking, dict):
+        cblk = _override(kern, ffi, blocking)
+    elif isinstance(blocking, Blocking):
+        cblk = _c_blocking(ffi, blocking)
+    elif blocking is not None:
+        raise TypeError(f"blocking must be a Blocking or a dict, not {type(blocking).__name__}")
+    return ffi, lib, cblk
+
+
+def _dims(A, B) -> tuple[int, int, int]:
+    """(m, n, k) of A @ B (2-D arrays); ValueError when A's columns are not B's rows."""
+    m, k = A.shape
+    k2, n = B.shape
+    if k != k2:
+        raise ValueError(f"shape mismatch: A is {A.shape} and B is {B.shape}; "
+                         f"A's columns ({k}) must equal B's rows ({k2})")
+    return m, n, k
+
+
+def _check_output(C, A, B, m: int, n: int) -> None:
+    """ValueError unless C (an array of the right dtype) can take A @ B: shape (m, n),
+    writeable, sharing no memory with A or B."""
+    if C.shape != (m, n):
+        raise ValueError(f"shape mismatch: C is {C.shape}, expected {(m, n)} "
+                         f"for A {A.shape} @ B {B.shape}")
+    if not C.flags.writeable:
+        raise ValueError("C is not writeable")
+    for name, X in (("A", A), ("B", B)):
+        if (X.size and C.size and np.may_share_memory(C, X)
+                and np.shares_memory(C, X, max_work=10**6)):
+            raise ValueError(f"C overlaps {name} in memory; gemm needs C distinct "
+                             f"from its inputs")
+
+
+def _check_rc(rc: int) -> None:
+    """The driver's return code as an exception: -1 MemoryError, other non-zero
+    ValueError."""
+    if rc == -1:
+        raise MemoryError("gemm: the packing workspace could not be allocated")
+    if rc != 0:
+        raise ValueError(f"gemm: the driver rejected its arguments (code {rc})")
+
+
 def _kernel(kernel):
     global _Kernel
     if _Kernel is None:
@@ -189,27 +236,14 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         alpha = _scalar("alpha", alpha)
     if type(beta) is not float:
         beta = _scalar("beta", beta)
-    m, k = A.shape
-    k2, n = B.shape
-    if k != k2:
-        raise ValueError(f"shape mismatch: A is {A.shape} and B is {B.shape}; "
-                         f"A's columns ({k}) must equal B's rows ({k2})")
+    m, n, k = _dims(A, B)
     if C is None:
         if beta != 0.0:
             raise ValueError(f"beta={beta} needs an input C; pass C or use beta=0")
         C = np.empty((m, n), dtype=np.float32)
     else:
         _check_operand("C", C)
-        if C.shape != (m, n):
-            raise ValueError(f"shape mismatch: C is {C.shape}, expected {(m, n)} "
-                             f"for A {A.shape} @ B {B.shape}")
-        if not C.flags.writeable:
-            raise ValueError("C is not writeable")
-        for name, X in (("A", A), ("B", B)):
-            if (X.size and C.size and np.may_share_memory(C, X)
-                    and np.shares_memory(C, X, max_work=10**6)):
-                raise ValueError(f"C overlaps {name} in memory; gemm needs C distinct "
-                                 f"from its inputs")
+        _check_output(C, A, B, m, n)
     if threads is None:
         threads = threads_for(m, n, k)
     elif type(threads) is not int and not isinstance(threads, numbers.Integral) or threads < 1:
@@ -221,13 +255,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     if kern.spec.types != "f32":
         raise TypeError(f"kernel {kern.name} takes {kern.spec.gemm_types.a} inputs, but A "
                         f"and B are float32; use an fp32 tile (or convert A and B)")
-    ffi, lib, cblk = _plan(kern)
-    if isinstance(blocking, dict):
-        cblk = _override(kern, ffi, blocking)
-    elif isinstance(blocking, Blocking):
-        cblk = _c_blocking(ffi, blocking)
-    elif blocking is not None:
-        raise TypeError(f"blocking must be a Blocking or a dict, not {type(blocking).__name__}")
+    ffi, lib, cblk = _driver(kern, blocking)
 
     # Views the driver cannot address element-wise (misaligned data, strides that are
     # not whole elements) go through aligned copies.
@@ -243,10 +271,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
                      _ptr(ffi, B), sb[0] // 4, sb[1] // 4,
                      beta, _ptr(ffi, out), sc[0] // 4, sc[1] // 4,
                      cblk, int(threads))
-    if rc == -1:
-        raise MemoryError("gemm: the packing workspace could not be allocated")
-    if rc != 0:
-        raise ValueError(f"gemm: the driver rejected its arguments (code {rc})")
+    _check_rc(rc)
     if out is not C:
         C[...] = out
     return C

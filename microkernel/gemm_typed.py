@@ -108,8 +108,7 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     dtype, alpha/beta not real), ValueError (shapes, non-integer alpha/beta of an
     integer GEMM, C overlapping A or B or not writeable, bad threads/blocking).
     """
-    from .blocking import Blocking
-    from .gemm import _c_blocking, _override, _plan
+    from .gemm import _check_output, _check_rc, _dims, _driver
     from .threads import threads_for
     t = dtypes.types_of(A.dtype if isinstance(A, np.ndarray) else np.asarray(A).dtype,
                         B.dtype if isinstance(B, np.ndarray) else np.asarray(B).dtype)
@@ -120,39 +119,21 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     out_dtype = kt.dtype("out")
     alpha = _scalar("alpha", alpha, kt.integer)
     beta = _scalar("beta", beta, kt.integer)
-    m, k = A.shape
-    k2, n = B.shape
-    if k != k2:
-        raise ValueError(f"shape mismatch: A is {A.shape} and B is {B.shape}; "
-                         f"A's columns ({k}) must equal B's rows ({k2})")
+    m, n, k = _dims(A, B)
     if C is None:
         if beta != 0:
             raise ValueError(f"beta={beta} needs an input C; pass C or use beta=0")
         C = np.empty((m, n), dtype=out_dtype)
     else:
         _check("C", C, out_dtype)
-        if C.shape != (m, n):
-            raise ValueError(f"shape mismatch: C is {C.shape}, expected {(m, n)} "
-                             f"for A {A.shape} @ B {B.shape}")
-        if not C.flags.writeable:
-            raise ValueError("C is not writeable")
-        for name, X in (("A", A), ("B", B)):
-            if X.size and C.size and np.shares_memory(C, X, max_work=10 ** 6):
-                raise ValueError(f"C overlaps {name} in memory; gemm needs C distinct "
-                                 f"from its inputs")
+        _check_output(C, A, B, m, n)
     if threads is None:
         threads = threads_for(m, n, k)
     elif not isinstance(threads, numbers.Integral) or isinstance(threads, bool) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     if m == 0 or n == 0:
         return C
-    ffi, lib, cblk = _plan(kern)
-    if isinstance(blocking, dict):
-        cblk = _override(kern, ffi, blocking)
-    elif isinstance(blocking, Blocking):
-        cblk = _c_blocking(ffi, blocking)
-    elif blocking is not None:
-        raise TypeError(f"blocking must be a Blocking or a dict, not {type(blocking).__name__}")
+    ffi, lib, cblk = _driver(kern, blocking)
     if not _native(A):
         A = np.ascontiguousarray(A)
     if not _native(B):
@@ -165,10 +146,7 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     sa, sb, sc = ([s // x.itemsize for s in x.strides] for x in (A, B, out))
     rc = lib.mk_gemm_t(m, n, k, al, ptr(A), sa[0], sa[1], ptr(B), sb[0], sb[1],
                        be, ptr(out), sc[0], sc[1], cblk, int(threads))
-    if rc == -1:
-        raise MemoryError("gemm: the packing workspace could not be allocated")
-    if rc != 0:
-        raise ValueError(f"gemm: the driver rejected its arguments (code {rc})")
+    _check_rc(rc)
     if out is not C:
         C[...] = out
     return C

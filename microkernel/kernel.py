@@ -53,7 +53,9 @@ double mk_fma_peak(int64_t iters, double *flops);
 int64_t mk_workspace_bytes(void);
 """
 
-GLUE_TYPED = """
+#: The start of both glue templates (GLUE, GLUE_TYPED): the specialisation, the driver
+#: and timing sources, the micro-kernel's descriptor, MR and NR.
+_GLUE_HEAD = """
 {specialise}
 #include "driver.c"
 #include "timing.c"
@@ -67,6 +69,18 @@ static mk_ukernel_desc mk_desc(void)
 }}
 int64_t mk_mr(void) {{ return {mr}; }}
 int64_t mk_nr(void) {{ return {nr}; }}
+"""
+
+#: The end of both: the micro-kernel timing entry point.
+_GLUE_TAIL = """\
+double mk_time_ukernel(int64_t kc, int64_t reps)
+{{
+    mk_ukernel_desc d = mk_desc();
+    return mk_time_ukernel_desc(&d, kc, reps);
+}}
+"""
+
+GLUE_TYPED = _GLUE_HEAD + """\
 int64_t mk_kgroup(void) {{ return MK_G; }}
 void mk_ukernel_t(int64_t kc, const void *alpha, const void *a, const void *b,
                   const void *beta, void *c, int64_t rs_c, int64_t cs_c)
@@ -85,12 +99,7 @@ int mk_gemm_t(int64_t m, int64_t n, int64_t k, const void *alpha,
                           (const MK_SA *)a, rs_a, cs_a, (const MK_SB *)b, rs_b, cs_b,
                           *(const MK_TC *)beta, (MK_TC *)c, rs_c, cs_c, nthreads);
 }}
-double mk_time_ukernel(int64_t kc, int64_t reps)
-{{
-    mk_ukernel_desc d = mk_desc();
-    return mk_time_ukernel_desc(&d, kc, reps);
-}}
-"""
+""" + _GLUE_TAIL
 
 #: Vector width (bytes) at which the driver aligns C tiles (MK_C_ALIGN in driver.c): a
 #: vector of a whole cache line splits a line at every unaligned access to C (numpy's
@@ -98,20 +107,7 @@ double mk_time_ukernel(int64_t kc, int64_t reps)
 #: Zen 3 with 32-byte vectors (docs/design-notes.md).
 C_ALIGN_VECTOR_BYTES = 64
 
-GLUE = """
-{specialise}
-#include "driver.c"
-#include "timing.c"
-
-{desc}
-static mk_ukernel_desc mk_desc(void)
-{{
-    mk_ukernel_desc d;
-    mk_fill_desc(&d);
-    return d;
-}}
-int64_t mk_mr(void) {{ return {mr}; }}
-int64_t mk_nr(void) {{ return {nr}; }}
+GLUE = _GLUE_HEAD + """\
 void mk_ukernel(int64_t kc, const float *alpha, const float *a, const float *b,
                 const float *beta, float *c, int64_t rs_c, int64_t cs_c)
 {{
@@ -127,12 +123,7 @@ int mk_gemm(int64_t m, int64_t n, int64_t k, float alpha,
     return mk_gemm_driver(&d, blk, m, n, k, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
                           beta, c, rs_c, cs_c, nthreads);
 }}
-double mk_time_ukernel(int64_t kc, int64_t reps)
-{{
-    mk_ukernel_desc d = mk_desc();
-    return mk_time_ukernel_desc(&d, kc, reps);
-}}
-"""
+""" + _GLUE_TAIL
 
 #: flags every kernel module gets besides its ISA's own
 COMMON_CFLAGS = ("-O3", "-fopenmp", "-fno-math-errno", "-Wall", "-Werror=implicit-function-declaration")

@@ -191,13 +191,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     if isa not in usable_isas():
         raise IsaUnavailableError(f"{isa} cannot run here; microkernel.sweep.predicted() "
                                   f"ranks its tiles statically")
-    specs = candidates(isa, mrs, nrs, max_shapes, types=types)
-    if not specs:
-        raise SweepError(f"no {isa} {types} tile fits the register and latency bounds for "
-                         f"--mr {mrs or 'any'} --nr {nrs or 'any'}")
-    default = _default(isa, types)
-    if not (mrs or nrs) and default is not None and default not in specs:
-        specs.append(default)   # gemm()'s default (k-unrolled on x86): ranked beside them
+    specs, default = _ranked_specs(isa, types, mrs, nrs, max_shapes)
     all_problems = load(workload, scale)
     problems = bench.tiled(all_problems)
     if not problems:
@@ -332,6 +326,20 @@ def _default(isa: str, types: str):
     return registry.typed_default(isa, types)
 
 
+def _ranked_specs(isa: str, types: str, mrs, nrs, max_shapes: int):
+    """(the tiles to rank, gemm()'s default tile or None): the candidates, and the
+    default beside them (k-unrolled on x86) when no --mr/--nr narrows the search.
+    SweepError when there is no candidate."""
+    specs = candidates(isa, mrs, nrs, max_shapes, types=types)
+    if not specs:
+        raise SweepError(f"no {isa} {types} tile fits the register and latency bounds for "
+                         f"--mr {mrs or 'any'} --nr {nrs or 'any'}")
+    default = _default(isa, types)
+    if not (mrs or nrs) and default is not None and default not in specs:
+        specs.append(default)
+    return specs, default
+
+
 def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
               mcpu: str | None = None, progress=None, types: str | None = None) -> dict:
     """A static ranking for an ISA this machine need not run: each candidate is
@@ -348,13 +356,7 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     from . import analysis as analysis_report
     progress = progress or (lambda text: None)
     types = types or ISAS[isa].implied or ISAS[isa].types[0]
-    specs = candidates(isa, mrs, nrs, max_shapes, types=types)
-    if not specs:
-        raise SweepError(f"no {isa} {types} tile fits the register and latency bounds for "
-                         f"--mr {mrs or 'any'} --nr {nrs or 'any'}")
-    default = _default(isa, types)
-    if not (mrs or nrs) and default is not None and default not in specs:
-        specs.append(default)
+    specs, default = _ranked_specs(isa, types, mrs, nrs, max_shapes)
     rows, errors = [], []
     for spec in specs:
         progress(f"{spec.name}: compile and read the inner loop")

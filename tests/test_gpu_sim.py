@@ -1,10 +1,11 @@
 """microkernel.gpu under numba's CUDA simulator (CI has no GPU).
 
-NUMBA_ENABLE_CUDASIM must be set before numba is first imported, so it is set at
-the top of this module (``setdefault``: run with ``NUMBA_ENABLE_CUDASIM=0`` on a
-machine with a GPU to run the very same tests on the real device). The module is
-skipped when numba-cuda (the ``[gpu]`` extra) is not installed, and when numba was
-already imported without the simulator and no GPU is present.
+NUMBA_ENABLE_CUDASIM must be set before numba is first imported, so it is set by
+tests/_cudasim.py, imported first (``setdefault``: run with
+``NUMBA_ENABLE_CUDASIM=0`` on a machine with a GPU to run the very same tests on
+the real device). The module is skipped when numba-cuda (the ``[gpu]`` extra) is
+not installed, and when numba was already imported without the simulator and no
+GPU is present.
 
 The simulator runs every CUDA thread as a Python thread, one block at a time, so
 the kernels here use small block tiles (16 threads) and small shapes that are not
@@ -14,24 +15,17 @@ bench/gpu_h200.py. Simulator-only limits are guarded by the kernel itself (no
 arrays initialised explicitly).
 """
 import json
-import os
 
-os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# first: sets NUMBA_ENABLE_CUDASIM; skips the module without numba-cuda or a device
+from _cudasim import cuda, reference as _ref, error_bound as _bound
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-
-cuda = pytest.importorskip("numba.cuda", reason="the [gpu] extra (numba-cuda) is not installed")
 
 from microkernel.gpu import kernel as gk  # noqa: E402
 from microkernel.gpu import occupancy as occ  # noqa: E402
 from microkernel.gpu import port as gp  # noqa: E402
 from microkernel.tile import TileSpec, pack_a, pack_b, reference_ukernel  # noqa: E402
-
-SIM = bool(cuda.config.ENABLE_CUDASIM)
-if not SIM and not cuda.is_available():
-    pytest.skip("numba was imported without the simulator and there is no GPU",
-                allow_module_level=True)
 
 #: Small tiles the simulator can afford: the float4-group layout, the contiguous
 #: (literal CPU tile) layout with an uneven thread tile, the single-stage loop and
@@ -42,21 +36,6 @@ SIM_TILES = [
     gk.GpuTile(4, 4, 16, 16, 4, stages=1),
     gk.GpuTile(4, 4, 16, 16, 4, pipeline=True),
 ]
-
-
-def _ref(A, B, C0, alpha, beta):
-    r = alpha * (A.astype(np.float64) @ B.astype(np.float64))
-    if beta != 0:
-        r = r + beta * C0.astype(np.float64)
-    return r
-
-
-def _bound(A, B, C0, alpha, beta):
-    k = A.shape[1]
-    s = abs(alpha) * (np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64))
-    if beta != 0:
-        s = s + abs(beta) * np.abs(C0.astype(np.float64))
-    return gp.C_BOUND * (k + 2) * gp.U * s
 
 
 @pytest.mark.parametrize("tile", SIM_TILES, ids=lambda t: t.name)

@@ -10,12 +10,11 @@ import os
 import subprocess
 import sys
 
-os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# first: sets NUMBA_ENABLE_CUDASIM; skips the module without numba-cuda or a device
+from _cudasim import SIM, cuda, reference as _ref, error_bound as _bound
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-
-cuda = pytest.importorskip("numba.cuda", reason="the [gpu] extra (numba-cuda) is not installed")
 
 from microkernel.gpu import front, launch, simt
 from microkernel.gpu import simt_banks as banks  # noqa: E402
@@ -24,31 +23,11 @@ from microkernel.gpu.intrinsics import sim_ldg4, sim_st4  # noqa: E402
 from microkernel.gpu.occupancy import SmLimits, busiest_sm_rounds  # noqa: E402
 from microkernel.gpu.tiles import DEFAULT_TILE, GpuTile, LEGACY_TILE, parse_warp  # noqa: E402
 
-SIM = bool(cuda.config.ENABLE_CUDASIM)
-if not SIM and not cuda.is_available():
-    pytest.skip("numba was imported without the simulator and there is no GPU",
-                allow_module_level=True)
-
 #: Simulator-sized warp tiles: 2x2 thread tiles, 4x8 lanes -> 8x16 warp tiles, in a
 #: 16x16 block of 2 warps stacked along M (float4 groups), and in an 8x32 block of
 #: 2 warps side by side along N with contiguous thread tiles and one stage.
 T_M = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16)
 T_N = GpuTile(2, 2, 8, 32, 8, wm=8, wn=16, layout="contiguous", stages=1)
-
-
-def _ref(A, B, C0, alpha, beta):
-    r = alpha * (A.astype(np.float64) @ B.astype(np.float64))
-    if beta != 0:
-        r = r + beta * C0.astype(np.float64)
-    return r
-
-
-def _bound(A, B, C0, alpha, beta):
-    k = A.shape[1]
-    s = abs(alpha) * (np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64))
-    if beta != 0:
-        s = s + abs(beta) * np.abs(C0.astype(np.float64))
-    return gp.C_BOUND * (k + 2) * gp.U * s
 
 
 def _operands(m, n, k, seed):

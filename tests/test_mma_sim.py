@@ -7,23 +7,15 @@ intrinsics (the numpy fragment model); the kernel source, its lane arithmetic,
 shared-memory layouts, pipeline and epilogue are the real ones. Small block tiles
 (2 warps) and shapes that are not multiples of them keep this under a minute.
 """
-import os
-
-os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# first: sets NUMBA_ENABLE_CUDASIM; skips the module without numba-cuda or a device
+from _cudasim import SIM, cuda
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-cuda = pytest.importorskip("numba.cuda", reason="the [gpu] extra (numba-cuda) is not installed")
-
 from microkernel.gpu import fragments as F  # noqa: E402
 from microkernel.gpu import mma_intrinsics, mma_kernel as MK, mma_probe, mma_tile as T  # noqa: E402
 from microkernel.gpu.mma_gemm import mma_gemm  # noqa: E402
-
-SIM = bool(cuda.config.ENABLE_CUDASIM)
-if not SIM and not cuda.is_available():
-    pytest.skip("numba was imported without the simulator and there is no GPU",
-                allow_module_level=True)
 
 #: Simulator-sized tiles: every precision, every shared-memory layout, 2 and 3 stages,
 #: MI and NI > 1, threads that do not divide the chunks of a slice.

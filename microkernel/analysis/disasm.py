@@ -36,7 +36,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import tempfile
 
 from ..kernel import COMMON_CFLAGS
 from ..tile import ISAS, TileSpec
@@ -289,27 +288,21 @@ def _a64_object(spec: TileSpec, source: str | None,
     for part in (tools.cc, tools.cc_version, "\0".join(flags), text,
                  (src_dir / "mk_ukernel.h").read_text()):
         h.update(part.encode() + b"\0")
-    out_dir = build.cache_dir() / "asm"
-    out_dir.mkdir(parents=True, exist_ok=True)
     stem = spec.name if source is None else f"{spec.name}_src"
-    dest = out_dir / f"{stem}-{h.hexdigest()[:20]}.o"
-    if dest.exists():
-        return dest
-    import filelock
-    with filelock.FileLock(str(dest) + ".lock"):
-        if dest.exists():
-            return dest
-        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
-            c_file = pathlib.Path(tmp) / f"{stem}.c"
-            c_file.write_text(text)
-            obj = pathlib.Path(tmp) / "k.o"
-            cmd = [tools.cc, *flags, f"-I{src_dir}", "-c", str(c_file), "-o", str(obj)]
-            res = subprocess.run(cmd, capture_output=True, text=True)
-            if res.returncode != 0:
-                raise CrossError(f"compiling {stem} for aarch64 failed (exit "
-                                 f"{res.returncode}):\n$ {shlex.join(cmd)}\n{res.stderr.strip()}")
-            os.replace(obj, dest)
-    return dest
+
+    def make(tmp: pathlib.Path) -> pathlib.Path:
+        c_file = tmp / f"{stem}.c"
+        c_file.write_text(text)
+        obj = tmp / "k.o"
+        cmd = [tools.cc, *flags, f"-I{src_dir}", "-c", str(c_file), "-o", str(obj)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise CrossError(f"compiling {stem} for aarch64 failed (exit "
+                             f"{res.returncode}):\n$ {shlex.join(cmd)}\n{res.stderr.strip()}")
+        return obj
+
+    return build.cached_file(build.cache_dir() / "asm" / f"{stem}-{h.hexdigest()[:20]}.o",
+                             make)
 
 
 def object_path(spec: TileSpec | str, source: str | None = None,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..tile import TileSpec
 from .common import header, prefetch_columns, symbol
 
-__all__ = ["NEON_C", "SVE_C", "BARRIER", "c_kind", "neon_epilogue", "neon_kernel",
+__all__ = ["NEON_C", "SVE_C", "BARRIER", "c_kind", "grouped_k_loops", "neon_epilogue", "neon_kernel",
            "sve_rows_store", "sve_strided", "SVE_MAX_LANES", "signature"]
 
 #: between unrolled k steps: loads may not move across it (registers may), as in arm.py
@@ -96,6 +96,33 @@ def neon_epilogue(rows, nr: int, ct: str) -> list[str]:
     return out
 
 
+def grouped_k_loops(step, ku: int, g: int, mr: int, b_advance, *,
+                    barrier: bool = False) -> list[str]:
+    """The K loops over a kc that is a multiple of the K group ``g``: ku groups a trip
+    (copy ``u`` of ``step(u, indent) -> lines`` in a block of its own, after a
+    :data:`BARRIER` when ``barrier``), then one group a trip. A advances MR elements
+    per k, B ``b_advance(n)`` (C text) for n k."""
+    out = [f"    /* kc is a multiple of {g} (the driver pads K with zeros to its K group) */",
+           "    int64_t k = 0;"]
+    if ku > 1:
+        out.append(f"    for (; k + {ku * g} <= kc; k += {ku * g}) {{")
+        for u in range(ku):
+            out.append("        {")
+            if barrier:
+                out.append(f"            {BARRIER}")
+            out += step(u, "            ")
+            out.append("        }")
+        out.append(f"        a += {ku * mr * g};")
+        out.append(f"        b += {b_advance(ku * g)};")
+        out.append("    }")
+    out.append(f"    for (; k < kc; k += {g}) {{")
+    out += step(0, "        ")
+    out.append(f"        a += {mr * g};")
+    out.append(f"        b += {b_advance(g)};")
+    out.append("    }")
+    return out
+
+
 def neon_kernel(spec: TileSpec, *, ea: str, eb: str, acc_type: str, acc_zero: str,
                 acc_names, step, kgroup: int, rows, includes=("arm_neon.h",),
                 preamble: list[str] | None = None, what: str = "") -> str:
@@ -123,24 +150,7 @@ def neon_kernel(spec: TileSpec, *, ea: str, eb: str, acc_type: str, acc_zero: st
     for i in range(mr):
         out += [f"    __builtin_prefetch(c + {i} * rs_c" + (f" + {j} * cs_c);" if j else ");")
                 for j in prefetch_columns(nr)]
-    g = kgroup
-    out.append(f"    /* kc is a multiple of {g} (the driver pads K with zeros to its K group) */")
-    out.append("    int64_t k = 0;")
-    if ku > 1:
-        out.append(f"    for (; k + {ku * g} <= kc; k += {ku * g}) {{")
-        for u in range(ku):
-            out.append("        {")
-            out.append(f"            {BARRIER}")
-            out += step(u, "            ")
-            out.append("        }")
-        out.append(f"        a += {ku * mr * g};")
-        out.append(f"        b += {ku * nr * g};")
-        out.append("    }")
-    out.append(f"    for (; k < kc; k += {g}) {{")
-    out += step(0, "        ")
-    out.append(f"        a += {mr * g};")
-    out.append(f"        b += {nr * g};")
-    out.append("    }")
+    out += grouped_k_loops(step, ku, kgroup, mr, lambda n: f"{n * nr}", barrier=True)
     names = rows(out)
     out += neon_epilogue(names, nr, ct)
     out.append("}")

@@ -40,7 +40,7 @@ c = 2 on the rounded inputs (the catalogue's operands never make denormals).
 from __future__ import annotations
 
 from . import PanelLayout, common
-from .arm_common import (SVE_C, c_kind, neon_kernel, signature, sve_rows_store, sve_strided)
+from .arm_common import (SVE_C, c_kind, grouped_k_loops, neon_kernel, signature, sve_rows_store, sve_strided)
 from .common import header, symbol
 
 __all__ = ["ukernel", "peak", "layout", "edge_symbol", "nr_expr", "PEAK_CHAINS"]
@@ -152,22 +152,7 @@ def _sve_body(spec, out: list[str]) -> list[list[str]]:
                 lines.append(f"{ind}{acc[p][q]} = " + o["smm"].format(c=acc[p][q], a=f"a{p}", b=f"b{q}") + ";")
         return lines
 
-    out.append(f"    /* kc is a multiple of {g} (the driver pads K with zeros to its K group) */")
-    out.append("    int64_t k = 0;")
-    if ku > 1:
-        out.append(f"    for (; k + {ku * g} <= kc; k += {ku * g}) {{")
-        for u in range(ku):
-            out.append("        {")
-            out += step(u, "            ")
-            out.append("        }")
-        out.append(f"        a += {ku * mr * g};")
-        out.append(f"        b += {ku * g} * nr;")
-        out.append("    }")
-    out.append(f"    for (; k < kc; k += {g}) {{")
-    out += step(0, "        ")
-    out.append(f"        a += {mr * g};")
-    out.append(f"        b += {g} * nr;")
-    out.append("    }")
+    out += grouped_k_loops(step, ku, g, mr, lambda n: f"{n} * nr")  # NR: a run-time value
     s64 = f"svreinterpret_s64_{k['sfx']}"
     back = f"svreinterpret_{k['sfx']}_s64"
     rows = [[f"r{i}_{v}" for v in range(nv)] for i in range(mr)]

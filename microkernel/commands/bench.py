@@ -15,7 +15,7 @@ from .. import stats
 from .common import (UsageError, check_threads, console, nonneg_float, output_path,
                      positive_int, positive_ints, write_json)
 
-__all__ = ["add_arguments", "run", "DTYPES", "resolve_dtype"]
+__all__ = ["add_arguments", "run", "DTYPES", "resolve_dtype", "resolve_peers"]
 
 #: the --dtype choices of bench, compare and sweep (microkernel.dtypes.TYPES)
 DTYPES = ("f32", "bf16", "f16", "f16h", "s8s8", "u8s8", "u8u8")
@@ -33,6 +33,20 @@ def resolve_dtype(dtype, kernels) -> str:
             raise UsageError(f"{k.label} takes {kt.a} @ {kt.b} inputs, not the {want.a} @ "
                              f"{want.b} of --dtype {t}")
     return t
+
+
+def resolve_peers(peers, dtype: str) -> list[str]:
+    """--peers (comma-separated names; None: every peer available for dtype) as a list;
+    UsageError for a name that is unknown, not installed or has no dtype GEMM here."""
+    from .. import peers as peers_mod
+    names = (peers_mod.available(types=dtype) if peers is None else
+             [x.strip() for x in peers.split(",") if x.strip()])
+    for n in names:
+        if n not in peers_mod.PEERS or n not in peers_mod.available([n], types=dtype):
+            why = peers_mod.typed_why_not(n, dtype) if n in peers_mod.PEERS else "unknown"
+            raise UsageError(f"--peers: {n!r} is unknown, not installed or has no "
+                             f"{dtype} GEMM here ({why})")
+    return names
 
 
 def add_arguments(p) -> None:
@@ -81,13 +95,7 @@ def run(args) -> int:
         raise UsageError(f"no built-in {dtype} kernel runs here (--kernel names one)")
     ks = [get_kernel(n) for n in names]
     dtype = resolve_dtype(dtype, ks)
-    peer_names = (peers_mod.available(types=dtype) if args.peers is None else
-                  [x.strip() for x in args.peers.split(",") if x.strip()])
-    for n in peer_names:
-        if n not in peers_mod.PEERS or n not in peers_mod.available([n], types=dtype):
-            why = peers_mod.typed_why_not(n, dtype) if n in peers_mod.PEERS else "unknown"
-            raise UsageError(f"--peers: {n!r} is unknown, not installed or has no "
-                             f"{dtype} GEMM here ({why})")
+    peer_names = resolve_peers(args.peers, dtype)
     kern = ks[0]
     blk = blocking_for(kern)
     if args.blocking:

@@ -23,7 +23,7 @@ from rich import box
 from rich.table import Table
 
 from .. import stats
-from .bench import DTYPES, resolve_dtype
+from .bench import DTYPES, resolve_dtype, resolve_peers
 from .common import (Progress, UsageError, check_threads, console, fraction, nonneg_float, output_path,
                      positive_int, write_json)
 
@@ -124,13 +124,7 @@ def run(args) -> int:
     problems = _problems(args)
     entries = parse_contenders(args.kernels)
     dtype = resolve_dtype(getattr(args, "dtype", None), [e.kernel for e in entries])
-    peer_names = (peers_mod.available(types=dtype) if args.peers is None else
-                  [x.strip() for x in args.peers.split(",") if x.strip()])
-    for n in peer_names:
-        if n not in peers_mod.PEERS or n not in peers_mod.available([n], types=dtype):
-            why = peers_mod.typed_why_not(n, dtype) if n in peers_mod.PEERS else "unknown"
-            raise UsageError(f"--peers: {n!r} is unknown, not installed or has no "
-                             f"{dtype} GEMM here ({why})")
+    peer_names = resolve_peers(args.peers, dtype)
     con = console()
     if dtype != "f32":
         missing = {n: peers_mod.typed_why_not(n, dtype) for n in peers_mod.PEERS

@@ -32,11 +32,9 @@ compiler's identity, under ``build.cache_dir()/cross``.
 from __future__ import annotations
 
 import hashlib
-import os
 import pathlib
 import shlex
 import subprocess
-import tempfile
 
 from .. import build, codegen, registry
 from ..tile import ISAS, TileError, TileSpec
@@ -181,30 +179,22 @@ def build_harness(specs=DEFAULT_KERNELS, tools: Tools | None = None) -> pathlib.
         h.update(name.encode() + b"\0" + (src_dir / name).read_bytes() + b"\0")
     for name, text in sorted(files.items()):
         h.update(name.encode() + b"\0" + text.encode() + b"\0")
-    out_dir = build.cache_dir() / "cross"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    dest = out_dir / f"harness-{h.hexdigest()[:20]}"
-    if dest.exists():
-        return dest
-    import filelock
-    with filelock.FileLock(str(dest) + ".lock"):
-        if dest.exists():
-            return dest
-        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
-            tmpd = pathlib.Path(tmp)
-            for name, text in files.items():
-                (tmpd / name).write_text(text)
-            objs = []
-            for i, (name, flags) in enumerate(objects):
-                src = tmpd / name if name in files else src_dir / name
-                obj = tmpd / f"{i:02d}_{pathlib.Path(name).stem}.o"
-                _run_cc([tools.cc, *BASE_CFLAGS, *flags, f"-I{src_dir}", f"-I{tmpd}",
-                         "-c", str(src), "-o", str(obj)])
-                objs.append(str(obj))
-            exe = tmpd / "harness"
-            _run_cc([tools.cc, "-static", "-fopenmp", *objs, "-o", str(exe)])
-            os.replace(exe, dest)
-    return dest
+    def make(tmpd: pathlib.Path) -> pathlib.Path:
+        for name, text in files.items():
+            (tmpd / name).write_text(text)
+        objs = []
+        for i, (name, flags) in enumerate(objects):
+            src = tmpd / name if name in files else src_dir / name
+            obj = tmpd / f"{i:02d}_{pathlib.Path(name).stem}.o"
+            _run_cc([tools.cc, *BASE_CFLAGS, *flags, f"-I{src_dir}", f"-I{tmpd}",
+                     "-c", str(src), "-o", str(obj)])
+            objs.append(str(obj))
+        exe = tmpd / "harness"
+        _run_cc([tools.cc, "-static", "-fopenmp", *objs, "-o", str(exe)])
+        return exe
+
+    return build.cached_file(build.cache_dir() / "cross" / f"harness-{h.hexdigest()[:20]}",
+                             make)
 
 
 def _run_cc(cmd: list[str]) -> None:

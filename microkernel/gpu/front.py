@@ -291,6 +291,8 @@ gemm.last_plan = None
 
 
 def _finish(C, dC, a_dev, b_dev, c_dev):
+    """The result of a launch into dC: dC itself when C is None and A or B lives on the
+    device, else dC copied to the host (into C when given); a device C as it is."""
     if C is None:
         if a_dev or b_dev:
             return dC

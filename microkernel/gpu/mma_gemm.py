@@ -15,6 +15,7 @@ import numbers
 
 import numpy as np
 
+from .front import _finish
 from .kernel import _import_cuda
 from .mma_tile import MmaTile, PRECISIONS
 
@@ -255,12 +256,4 @@ def mma_gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0,
     else:
         dC = cuda.to_device(np.ascontiguousarray(C))
     kern.launch(dA, dB, dC, kk, alpha, beta)
-    if C is None:
-        return dC if any_dev else dC.copy_to_host()
-    if c_dev:
-        return C
-    if C.flags.c_contiguous:
-        dC.copy_to_host(C)
-    else:
-        C[...] = dC.copy_to_host()
-    return C
+    return _finish(C, dC, devs["A"], devs["B"], c_dev)

@@ -223,18 +223,14 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
                               base.smem_bytes).blocks_per_sm)
         return dataclasses.replace(base, pipeline=True, min_blocks=mb)
 
-    tile = choose(tm, tn)
-    while estimate_regs(tile) > budget:
-        if tn >= tm and tn % 2 == 0:
-            tn //= 2
-        elif tm % 2 == 0:
-            tm //= 2
-        elif tn % 2 == 0:
-            tn //= 2
-        else:
-            raise ValueError(f"{spec.name}: cannot split the {tm}x{tn} tile to fit "
-                             f"{budget} registers")
+    from .port_targets import halvings
+    for tm, tn in halvings(tm, tn):
         tile = choose(tm, tn)
+        if estimate_regs(tile) <= budget:
+            break
+    else:
+        raise ValueError(f"{spec.name}: cannot split the {tm}x{tn} tile to fit "
+                         f"{budget} registers")
     split = (mr // tm, nr // tn)
     est = estimate_regs(tile)
     if split == (1, 1):

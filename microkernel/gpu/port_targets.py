@@ -41,7 +41,7 @@ from .occupancy_models import amd_vgprs, occupancy_for
 from .sources import SOURCES
 from .targets import TARGETS, Target, UnknownTarget, get_target
 
-__all__ = ["lane_regs", "lane_budget", "split_tile", "block_tile", "simt_plan",
+__all__ = ["lane_regs", "lane_budget", "halvings", "split_tile", "block_tile", "simt_plan",
            "matrix_plan", "arch_report", "run_arch_port", "describe_layout", "RULES", "MODEL"]
 
 MODEL = "a model of documented limits, not a measurement"
@@ -79,11 +79,11 @@ def lane_budget(t: Target) -> int:
     return mx - mx // 16
 
 
-def split_tile(mr: int, nr: int, budget: int) -> tuple[int, int]:
-    """(TM, TN): halve the longer side of MR x NR until :func:`lane_regs` fits
-    ``budget``. ValueError when no power-of-two split fits."""
-    tm, tn = mr, nr
-    while lane_regs(tm, tn) > budget:
+def halvings(tm: int, tn: int):
+    """(tm, tn), then each split of it in turn: the longer side (TN on a tie) halved
+    when even, else the other side when even; ends after a tile with no even side."""
+    while True:
+        yield tm, tn
         if tn >= tm and tn % 2 == 0:
             tn //= 2
         elif tm % 2 == 0:
@@ -91,8 +91,16 @@ def split_tile(mr: int, nr: int, budget: int) -> tuple[int, int]:
         elif tn % 2 == 0:
             tn //= 2
         else:
-            raise ValueError(f"cannot split a {mr}x{nr} tile to fit {budget} registers per lane")
-    return tm, tn
+            return
+
+
+def split_tile(mr: int, nr: int, budget: int) -> tuple[int, int]:
+    """(TM, TN): halve the longer side of MR x NR until :func:`lane_regs` fits
+    ``budget``. ValueError when no power-of-two split fits."""
+    for tm, tn in halvings(mr, nr):
+        if lane_regs(tm, tn) <= budget:
+            return tm, tn
+    raise ValueError(f"cannot split a {mr}x{nr} tile to fit {budget} registers per lane")
 
 
 def block_tile(tm: int, tn: int, threads: int) -> tuple[int, int]:
