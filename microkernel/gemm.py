@@ -246,7 +246,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         _check_output(C, A, B, m, n)
     if threads is None:
         threads = threads_for(m, n, k)
-    elif type(threads) is not int and not isinstance(threads, numbers.Integral) or threads < 1:
+    elif (type(threads) is not int and not isinstance(threads, numbers.Integral)
+          or isinstance(threads, bool) or threads < 1):
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     if m == 0 or n == 0:
         return C

@@ -89,6 +89,8 @@ def test_returns_given_c_and_allocates_otherwise():
      "alpha must be a real number"),
     ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"threads": 0}, ValueError,
      "threads"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"threads": True}, ValueError,
+     "threads must be a positive integer, got True"),
     ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"kernel": "avx9_8x16"},
      mk.TileError, "unknown ISA 'avx9'.*Built-in kernels"),
     ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"kernel": "bogus"},
