@@ -436,3 +436,15 @@ def test_cli_reports_missing_tools(monkeypatch, capsys):
 def test_non_aarch64_tile_is_refused():
     with pytest.raises(cross.TileError, match="aarch64"):
         cross.build_harness(["avx2_6x16"])
+
+
+def test_vector_length_errors_name_what_differs():
+    from microkernel.cross.run import _length_errors
+    assert _length_errors("a64fx", "VL", "SVE", 512, 512, 512, True) == []
+    assert _length_errors("a64fx", "VL", "SVE", 512, 256, 512, True) == [
+        "SVE code observed VL 256 bits, requested 512"]
+    assert _length_errors("x", "SVL", "SME", 256, 256, 128, True) == [
+        "probe reported SVL 128 bits, requested 256"]
+    assert _length_errors("cortex-a72", "VL", "SVE", None, None, None, True) == [
+        "cortex-a72 has no SVE but the probe cleared it"]
+    assert _length_errors("cortex-a72", "VL", "SVE", None, None, None, False) == []

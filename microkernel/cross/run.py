@@ -231,6 +231,21 @@ def run_config(harness: pathlib.Path, tools: Tools, config: CpuConfig, specs, *,
     return rep
 
 
+def _length_errors(cpu, unit, isa, want, observed, probed, cleared) -> list[str]:
+    """What is wrong with one vector length (SVE's VL, SME's streaming SVL) of a run:
+    the length the code observed and the probe reported against the one requested,
+    or an ISA the configuration does not have but the probe cleared."""
+    if want is None:
+        return ([f"{cpu} has no {isa} but the probe cleared it"]
+                if cleared or observed is not None else [])
+    errs = []
+    if observed != want:
+        errs.append(f"{isa} code observed {unit} {observed} bits, requested {want}")
+    if probed != want:
+        errs.append(f"probe reported {unit} {probed} bits, requested {want}")
+    return errs
+
+
 def _check_info(rep: RunReport, info: dict, config: CpuConfig, specs) -> None:
     probe = info.get("probe")
     if probe is None:
@@ -254,24 +269,11 @@ def _check_info(rep: RunReport, info: dict, config: CpuConfig, specs) -> None:
         if rep.probe_features.get(feat, False) != (feat in config.features):
             rep.errors.append(f"probe feature {feat}={int(rep.probe_features.get(feat, 0))}, "
                               f"expected {int(feat in config.features)}")
-    if config.vector_bits is not None:
-        if rep.observed_vl_bits != config.vector_bits:
-            rep.errors.append(f"SVE code observed VL {rep.observed_vl_bits} bits, "
-                              f"requested {config.vector_bits}")
-        if rep.probe_vl_bits != config.vector_bits:
-            rep.errors.append(f"probe reported VL {rep.probe_vl_bits} bits, "
-                              f"requested {config.vector_bits}")
-    elif "sve" in rep.probe_isas or rep.observed_vl_bits is not None:
-        rep.errors.append(f"{config.cpu} has no SVE but the probe cleared it")
-    if config.sme_bits is not None:
-        if rep.observed_svl_bits != config.sme_bits:
-            rep.errors.append(f"SME code observed SVL {rep.observed_svl_bits} bits, "
-                              f"requested {config.sme_bits}")
-        if rep.probe_svl_bits != config.sme_bits:
-            rep.errors.append(f"probe reported SVL {rep.probe_svl_bits} bits, "
-                              f"requested {config.sme_bits}")
-    elif "sme" in rep.probe_isas or rep.observed_svl_bits is not None:
-        rep.errors.append(f"{config.cpu} has no SME but the probe cleared it")
+    for unit, isa, want, observed, probed in (
+            ("VL", "SVE", config.vector_bits, rep.observed_vl_bits, rep.probe_vl_bits),
+            ("SVL", "SME", config.sme_bits, rep.observed_svl_bits, rep.probe_svl_bits)):
+        rep.errors += _length_errors(config.cpu, unit, isa, want, observed, probed,
+                                     isa.lower() in rep.probe_isas)
     for spec in specs:
         kinfo = info["kernels"].get(spec.name)
         kr = rep.kernels[spec.name]
