@@ -12,29 +12,20 @@ import argparse
 import importlib
 import sys
 
-#: (command, module, add-arguments function, run function, help)
-COMMANDS = (
-    ("probe", "commands.probe", "add_arguments", "run",
-     "what this CPU and OS can run, caches, blocking"),
-    ("list", "commands.list", "add_arguments", "run",
-     "built-in tiles and whether they run here"),
-    ("validate", "commands.validate", "add_arguments", "run",
-     "run the edge catalogue against numpy (float64)"),
-    ("bench", "commands.bench", "add_arguments", "run",
-     "FMA peak, micro-kernels in L1, gemm() against numpy and other peers"),
-    ("compare", "commands.compare", "add_arguments", "run",
-     "time tiles (and peers) against each other round by round"),
-    ("sweep", "commands.sweep", "add_arguments", "run",
-     "generate, compile, validate and rank tile shapes on real GEMM shapes"),
-    ("template", "commands.template", "add_arguments", "run",
-     "write a commented C micro-kernel to start your own from"),
-    ("asm", "commands.asm", "add_arguments", "run",
-     "inner K loop disassembly, FMA/load/spill counts, llvm-mca cycles"),
-    ("cross", "commands.cross", "add_arguments", "run",
-     "aarch64 NEON/SVE kernels under qemu at every vector length"),
-    ("port", "gpu.port", "add_port_arguments", "run_port",
-     "the numba CUDA kernel from the same tile, its resource report"),
-)
+#: command -> its help line; the command NAME is the module microkernel.commands.NAME, which
+#: has add_arguments(parser) and run(args) -> exit status
+COMMANDS = {
+    "probe": "what this CPU and OS can run, caches, blocking",
+    "list": "built-in tiles and whether they run here",
+    "validate": "run the edge catalogue against numpy (float64)",
+    "bench": "FMA peak, micro-kernels in L1, gemm() against numpy and other peers",
+    "compare": "time tiles (and peers) against each other round by round",
+    "sweep": "generate, compile, validate and rank tile shapes on real GEMM shapes",
+    "template": "write a commented C micro-kernel to start your own from",
+    "asm": "inner K loop disassembly, FMA/load/spill counts, llvm-mca cycles",
+    "cross": "aarch64 NEON/SVE kernels under qemu at every vector length",
+    "port": "the numba CUDA kernel from the same tile, its resource report",
+}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -43,18 +34,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="microkernel",
         description="Prototype CPU SIMD GEMM micro-kernels, validate them, port the tile to CUDA.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, module, add, run, help_ in COMMANDS:
+    for name, help_ in COMMANDS.items():
         p = sub.add_parser(name, help=help_)
         if command != name:
             continue
         try:
-            mod = importlib.import_module(f"microkernel.{module}")
+            mod = importlib.import_module(f"microkernel.commands.{name}")
         except ImportError as exc:
             msg = str(exc)
             p.set_defaults(func=lambda a, msg=msg, name=name: _missing(name, msg))
             continue
-        getattr(mod, add)(p)
-        p.set_defaults(func=getattr(mod, run))
+        mod.add_arguments(p)
+        p.set_defaults(func=mod.run)
     return parser
 
 

@@ -222,17 +222,18 @@ def test_plan_builtin_tiles():
 
 def test_run_port_cli(capsys):
     import argparse
+    from microkernel.commands import port as port_cmd
     ap = argparse.ArgumentParser()
-    gp.add_port_arguments(ap)
-    assert gp.run_port(ap.parse_args(["avx512_8x16", "--json", "--no-compile"])) == 0
+    port_cmd.add_arguments(ap)
+    assert port_cmd.run(ap.parse_args(["avx512_8x16", "--json", "--no-compile"])) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["plan"]["thread_tile"] == [8, 16]
     assert rep["plan"]["est_occupancy"]["limiter"] == "registers"
-    assert gp.run_port(ap.parse_args(["avx512_8x16", "--no-compile"])) == 0
+    assert port_cmd.run(ap.parse_args(["avx512_8x16", "--no-compile"])) == 0
     out = capsys.readouterr().out
     assert "gpu_8x16_b128x256x8_w64x64" in out and "registers per thread" in out
     assert "warp tile" in out
-    assert gp.run_port(ap.parse_args(["nosuch_1x1", "--json", "--no-compile"])) == 2
+    assert port_cmd.run(ap.parse_args(["nosuch_1x1", "--json", "--no-compile"])) == 2
 
 
 def test_port_report_with_validation():

@@ -220,20 +220,20 @@ def test_port_rule_avx512_8x16_is_a_64x64_warp_tile():
 
 def test_port_cli_mma_json_no_compile(capsys):
     import argparse
-    from microkernel.gpu import port as gp
+    from microkernel.commands import port as port_cmd
     ap = argparse.ArgumentParser()
-    gp.add_port_arguments(ap)
-    assert gp.run_port(ap.parse_args(["avx512_8x16", "--mma", "f16", "--json",
+    port_cmd.add_arguments(ap)
+    assert port_cmd.run(ap.parse_args(["avx512_8x16", "--mma", "f16", "--json",
                                       "--no-compile"])) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["plan"]["warp_tile"] == [64, 64]
     assert rep["plan"]["est_occupancy"]["limiter"] == "registers"
     assert rep["banks"]["none"]["load_conflicts"] > 0 == rep["banks"]["swizzle"]["load_conflicts"]
-    assert gp.run_port(ap.parse_args(["avx2_6x16", "--mma", "bf16", "--no-compile",
+    assert port_cmd.run(ap.parse_args(["avx2_6x16", "--mma", "bf16", "--no-compile",
                                       "--smem", "pad"])) == 0
     out = capsys.readouterr().out
     assert "48x64" in out and "wavefronts" in out and "pad (kernel)" in out
-    assert gp.run_port(ap.parse_args(["nosuch_1x1", "--mma", "f16", "--json"])) == 2
+    assert port_cmd.run(ap.parse_args(["nosuch_1x1", "--mma", "f16", "--json"])) == 2
 
 
 def _have_offline_toolchain() -> bool:

@@ -123,7 +123,7 @@ class Instruction:
     def memory_operands(self) -> list[dict]:
         """x86 memory operands: dicts with index (operand position), size (bytes or
         None), broadcast (bool), base register and the address text. (A64 accesses:
-        :func:`microkernel.analysis.loops.a64_access`.)"""
+        :func:`microkernel.analysis.counts.a64_access`.)"""
         if self.arch != "x86_64" or self.base_mnemonic in _NO_MEMORY_ACCESS:
             return []
         out = []

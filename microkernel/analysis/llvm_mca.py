@@ -1,6 +1,6 @@
 """The llvm-mca driver: predicted cycles per iteration of a K loop, and the bottleneck.
 
-The loop body (:class:`~microkernel.analysis.loops.LoopInfo`) is turned into an
+The loop body (:class:`~microkernel.analysis.counts.LoopInfo`) is turned into an
 assembler file llvm-mca reads (the back edge to a label; x86 in LLVM's Intel syntax,
 ``DWORD BCST [m]`` -> ``DWORD PTR [m]{1toN}``; A64 as objdump prints it, comments and
 ``<sym+off>`` dropped) and simulated for ``-iterations`` with the scheduling model of

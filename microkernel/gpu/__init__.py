@@ -42,7 +42,7 @@ from .tiles import DEFAULT_TILE, LEGACY_TILE, GpuTile
 from .kernel import SgemmKernel, make_sgemm, from_spec, kernel_for, simulator_active
 from .front import gemm
 from .launch import AUTO_TILES, LaunchPlan, plan_launch
-from .port import PortPlan, plan, validate, add_port_arguments, run_port
+from .port import PortPlan, plan, validate
 from . import banks, simt_banks, fragments, mma_tile, mma_port
 from .mma_tile import MmaTile
 from .mma_gemm import mma_gemm
@@ -55,6 +55,5 @@ port_report = port.port
 __all__ = ["kernel", "occupancy", "port", "tiles", "launch", "front", "SM90", "Occupancy",
            "DEFAULT_TILE", "LEGACY_TILE", "GpuTile", "SgemmKernel", "gemm", "make_sgemm",
            "from_spec", "kernel_for", "simulator_active", "AUTO_TILES", "LaunchPlan",
-           "plan_launch", "PortPlan", "plan", "port_report", "validate",
-           "add_port_arguments", "run_port", "banks", "simt_banks", "fragments", "mma_tile",
+           "plan_launch", "PortPlan", "plan", "port_report", "validate", "banks", "simt_banks", "fragments", "mma_tile",
            "mma_port", "MmaTile", "mma_gemm"]

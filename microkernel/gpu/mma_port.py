@@ -262,7 +262,7 @@ def _render(rep: dict) -> None:
 
 
 def run_mma_port(args) -> int:
-    """``microkernel port NAME --mma P`` (see :func:`microkernel.gpu.port.add_port_arguments`).
+    """``microkernel port NAME --mma P`` (see :func:`microkernel.commands.port.add_arguments`).
     Returns 0, or 2 on a bad tile name or configuration."""
     from ..tile import TileError
     try:
