@@ -266,6 +266,16 @@ class TileSpec:
         return f"{self.isa}{types}_{self.mr}x{self.nr}{suffix}{unroll}"
 
     @classmethod
+    def of(cls, spec_or_name) -> "TileSpec":
+        """``spec_or_name`` as a TileSpec: a TileSpec as it is, a name parsed by
+        :meth:`from_name` (TileError when malformed); anything else is a TypeError."""
+        if isinstance(spec_or_name, TileSpec):
+            return spec_or_name
+        if isinstance(spec_or_name, str):
+            return cls.from_name(spec_or_name)
+        raise TypeError(f"expected a TileSpec or a tile name, got {type(spec_or_name).__name__}")
+
+    @classmethod
     def from_name(cls, name: str) -> "TileSpec":
         """Parse a tile name such as ``avx512_12x32`` or ``sve_8x2v``.
 

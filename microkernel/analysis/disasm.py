@@ -235,7 +235,7 @@ def arch_of(spec: TileSpec) -> str:
 
 
 def _spec(spec: TileSpec | str) -> TileSpec:
-    return TileSpec.from_name(spec) if isinstance(spec, str) else spec
+    return TileSpec.of(spec)
 
 
 def _x86_objdump() -> str:

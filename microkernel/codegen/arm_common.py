@@ -71,21 +71,16 @@ def neon_epilogue(rows, nr: int, ct: str) -> list[str]:
     out.append("    }")
     out.append("    if (cs_c == 1) {")
     out.append(f"        if (*beta == {k['zero']}) {{")
-    for i, row in enumerate(rows):
-        for v, x in enumerate(row):
-            out.append(f"            {k['st']}(c + {i} * rs_c + {4 * v}, {x});")
+    cells = [(i, v, x) for i, row in enumerate(rows) for v, x in enumerate(row)]
+    out += [f"            {k['st']}(c + {i} * rs_c + {4 * v}, {x});" for i, v, x in cells]
     out.append("        } else {")
     out.append(f"            const {k['vt']} vb = {k['dup']}(*beta);")
-    for i, row in enumerate(rows):
-        for v, x in enumerate(row):
-            p = f"c + {i} * rs_c + {4 * v}"
-            out.append(f"            {k['st']}({p}, {k['mla']}({x}, vb, {k['ld']}({p})));")
+    out += [f"            {k['st']}(c + {i} * rs_c + {4 * v}, {k['mla']}({x}, vb, "
+            f"{k['ld']}(c + {i} * rs_c + {4 * v})));" for i, v, x in cells]
     out.append("        }")
     out.append("    } else {")
     out.append(f"        {ct} t[{mr * nr}] __attribute__((aligned(16)));")
-    for i, row in enumerate(rows):
-        for v, x in enumerate(row):
-            out.append(f"        {k['st']}(t + {i * nr + 4 * v}, {x});")
+    out += [f"        {k['st']}(t + {i * nr + 4 * v}, {x});" for i, v, x in cells]
     out.append(f"        for (int64_t i = 0; i < {mr}; ++i)")
     out.append(f"            for (int64_t j = 0; j < {nr}; ++j) {{")
     out.append(f"                {ct} *p = c + i * rs_c + j * cs_c;")

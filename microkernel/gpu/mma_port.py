@@ -90,14 +90,6 @@ class MmaPlan:
                 "notes": list(self.notes)}
 
 
-def _as_spec(s) -> TileSpec:
-    if isinstance(s, TileSpec):
-        return s
-    if isinstance(s, str):
-        return TileSpec.from_name(s)
-    raise TypeError(f"expected a TileSpec or a tile name, got {type(s).__name__}")
-
-
 def _block(precision, mi, ni, warps, smem, bk, stages) -> MmaTile:
     wm, wn = 16 * mi, 8 * ni
     best = None
@@ -138,7 +130,7 @@ def plan_mma(spec_or_name, precision: str = "f16", *, vector_bits: int | None = 
     TypeError (neither a TileSpec nor a str)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    spec = _as_spec(spec_or_name)
+    spec = TileSpec.of(spec_or_name)
     bits = (vector_bits or 128) if spec.is_vla else None
     mr, nr = spec.mr, spec.nr_at(bits)
     acc = mr * nr

@@ -17,20 +17,23 @@ def signature(tile: MmaTile) -> str:
             f"float32)")
 
 
-_TEMPLATE = """
+#: the kernel's first lines, both main loops: its indices in the block, warp and lane
+_HEADER = """
 def {name}(A, B, C, K, alpha, beta):
     M = uint32(C.shape[0])
     N = uint32(C.shape[1])
     lda = uint64(A.shape[1])
     ldb = uint64(B.shape[1])
     tid = uint32(cuda.threadIdx.x)
-    warp = tid // u(32)
-    lane = tid % u(32)
-    g = lane // u(4)
-    t = lane % u(4)
-    wr = (warp // WARPS_N) * WM            # the warp tile's first row in the block
-    wc = (warp % WARPS_N) * WN             # ... and first column
-    row0 = uint32(cuda.blockIdx.y) * BM
+    warp = uint32(tid // u(32))
+    lane = uint32(tid % u(32))
+    g = uint32(lane // u(4))               # the lane's group (row of an mma fragment)
+    t = uint32(lane % u(4))                # ... and its thread in the group
+    wr = uint32((warp // WARPS_N) * WM)    # the warp tile's first row in the block
+    wc = uint32((warp % WARPS_N) * WN)     # ... and first column
+"""
+
+_TEMPLATE = _HEADER + """    row0 = uint32(cuda.blockIdx.y) * BM
     col0 = uint32(cuda.blockIdx.x) * BN
     sm = cuda.shared.array(WORDS, uint32, alignment=ALIGN)
     lrow = (lane % u(8)) + u(8) * ((lane // u(8)) % TWO)   # ldmatrix: row of matrix lane//8
@@ -46,40 +49,36 @@ def {name}(A, B, C, K, alpha, beta):
         if it < nk:                        # issue slice `it` into stage it % S (cp.async)
             st = (it % S) * STAGE
             k0 = it * BK
-            for i in range(A_PER):
-                e = tid + i * NT
-{a_guard}
-                r = e // A_CPR
-                c = e % A_CPR
-                gr = row0 + r
-                gk = k0 + c * CE
-                nb = ZERO
-                goff = uint64(0)
-                if gr < M and gk < K:      # src-size < 16 zero-fills the edge
-                    nb = min((K - gk) * ES, SIXTEEN)
-                    goff = (uint64(gr) * lda + uint64(gk)) * uint64(ES)
-                cp16(sm, st + r * A_STRIDE + ((c ^ (((r >> A_SH) * A_MUL) & A_MASK)) << u(4)),
-                     A, goff, nb)
-            for i in range(B_PER):
-                e = tid + i * NT
-{b_guard}
-                r = e // B_CPR
-                c = e % B_CPR
-                gk = k0 + r
-                gn = col0 + c * CE
-                nb = ZERO
-                goff = uint64(0)
-                if gk < K and gn < N:
-                    nb = min((N - gn) * ES, SIXTEEN)
-                    goff = (uint64(gk) * ldb + uint64(gn)) * uint64(ES)
-                cp16(sm, st + B_BASE + r * B_STRIDE
-                     + ((c ^ (((r >> B_SH) * B_MUL) & B_MASK)) << u(4)), B, goff, nb)
+{copy}
         commit()
         if it >= S1:                       # compute slice it-(S-1)
             st = ((it - S1) % S) * STAGE
 {compute}
 {epilogue}
 """
+
+
+def _simple_copy_src(tile: MmaTile, x: str) -> str:
+    """The simple loop's cp.async of one slice of operand ``x`` ("A": BM x BK from
+    row0, "B": BK x BN from col0) into stage ``st``: 16-byte chunks, the edge
+    zero-filled by a src-size under 16. A thread whose chunk lies past the slice
+    (threads that do not divide the chunks) copies chunk 0 again: the same bytes to
+    the same place, harmless."""
+    ind = " " * 16
+    r, c = (("gr", "row0 + r", "M"), ("gk", "k0 + c * CE", "K")) if x == "A" else \
+        (("gk", "k0 + r", "K"), ("gn", "col0 + c * CE", "N"))
+    chunks = tile.a_chunks if x == "A" else tile.b_chunks
+    L = [f"            for i in range({x}_PER):", f"{ind}e = tid + i * NT"]
+    if chunks % tile.threads:
+        L += [f"{ind}if e >= {x}_CHUNKS:", f"{ind}    e = ZERO"]
+    L += [f"{ind}r = e // {x}_CPR", f"{ind}c = e % {x}_CPR", f"{ind}{r[0]} = {r[1]}",
+          f"{ind}{c[0]} = {c[1]}", f"{ind}nb = ZERO", f"{ind}goff = uint64(0)",
+          f"{ind}if {r[0]} < {r[2]} and {c[0]} < {c[2]}:      # src-size < 16 zero-fills the edge",
+          f"{ind}    nb = min(({c[2]} - {c[0]}) * ES, SIXTEEN)",
+          f"{ind}    goff = (uint64({r[0]}) * ld{x.lower()} + uint64({c[0]})) * uint64(ES)",
+          f"{ind}cp16(sm, st + {'B_BASE + ' if x == 'B' else ''}r * {x}_STRIDE",
+          f"{ind}     + ((c ^ (((r >> {x}_SH) * {x}_MUL) & {x}_MASK)) << u(4)), {x}, goff, nb)"]
+    return "\n".join(L)
 
 
 def _compute_src(tile: MmaTile) -> str:
@@ -398,20 +397,7 @@ _BLOCK_INDEX = {
     bn_i = uint32(rem // size)""",
 }
 
-_PIPE_TEMPLATE = """
-def {name}(A, B, C, K, alpha, beta):
-    M = uint32(C.shape[0])
-    N = uint32(C.shape[1])
-    lda = uint64(A.shape[1])
-    ldb = uint64(B.shape[1])
-    tid = uint32(cuda.threadIdx.x)
-    warp = uint32(tid // u(32))
-    lane = uint32(tid % u(32))
-    g = uint32(lane // u(4))
-    t = uint32(lane % u(4))
-    wr = uint32((warp // WARPS_N) * WM)
-    wc = uint32((warp % WARPS_N) * WN)
-{block_index}
+_PIPE_TEMPLATE = _HEADER + """{block_index}
     row0 = uint32(bm_i * BM)
     col0 = uint32(bn_i * BN)
     sm = {smem_decl}
@@ -497,14 +483,9 @@ def source(tile: MmaTile) -> str:
                      for ni in range(tile.ni) for q in range(4))
     if tile.pipeline == "pipelined":
         return _pipe_source(tile, zero)
-    # a thread whose chunk lies past the slice (threads that do not divide the
-    # chunks) copies chunk 0 again: the same bytes to the same place, harmless
-    ag = ("                if e >= A_CHUNKS:\n                    e = ZERO"
-          if tile.a_chunks % tile.threads else "")
-    bg = ("                if e >= B_CHUNKS:\n                    e = ZERO"
-          if tile.b_chunks % tile.threads else "")
     src = _TEMPLATE.format(name=tile.name, zero=zero, compute=_compute_src(tile),
-                           epilogue=_epilogue_src(tile), a_guard=ag, b_guard=bg)
+                           epilogue=_epilogue_src(tile),
+                           copy=_simple_copy_src(tile, "A") + "\n" + _simple_copy_src(tile, "B"))
     if tile.group_m > 1:
         src = src.replace("""    row0 = uint32(cuda.blockIdx.y) * BM
     col0 = uint32(cuda.blockIdx.x) * BN""", _BLOCK_INDEX[True] + """

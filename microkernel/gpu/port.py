@@ -119,14 +119,6 @@ class PortPlan:
         }
 
 
-def _as_spec(spec_or_name) -> TileSpec:
-    if isinstance(spec_or_name, TileSpec):
-        return spec_or_name
-    if isinstance(spec_or_name, str):
-        return TileSpec.from_name(spec_or_name)
-    raise TypeError(f"expected a TileSpec or a tile name, got {type(spec_or_name).__name__}")
-
-
 def _block_for(tm: int, tn: int, threads: int, bk: int | None, stages: int,
                pipeline: bool = True) -> GpuTile:
     """Most nearly square power-of-two thread grid; BK 8, else 16, 4, 2, 1."""
@@ -187,7 +179,7 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
     TypeError
         Neither a TileSpec nor a str.
     """
-    spec = _as_spec(spec_or_name)
+    spec = TileSpec.of(spec_or_name)
     if threads < 32 or threads > 1024 or threads & (threads - 1):
         raise ValueError(f"threads must be a power of two in 32..1024, got {threads}")
     bits = None

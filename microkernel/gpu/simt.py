@@ -166,28 +166,28 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
     s(f"am = uint32((warp // {u(wn_)}) * {u(t.wm)} + (lane // {u(t.ln)}) * {u(t.gm)})")
     s(f"bn = uint32((warp % {u(wn_)}) * {u(t.wn)} + (lane % {u(t.ln)}) * {u(t.gn)})")
     # -- staging coordinates (per pass p: float4 number f = tid + p*NT) --------------
-    for p in range(PA):
-        f = f"(tid + {u(p * NT)})"
-        s(f"ar{p} = {f} // {u(QPR)}")
-        s(f"aq{p} = ({f} % {u(QPR)}) * {u(4)}")
-        part = p == PA - 1 and A4 % NT
-        s(f"va{p} = (row0 + ar{p} < M)" + (f" & ({f} < {u(A4)})" if part else ""))
-        if part:
-            s(f"sva{p} = {f} < {u(A4)}")
-        s(f"sa{p} = uint32(aq{p} * {u(lay.a_row)} + (aq{p} // {u(4)}) * {u(lay.a_skew)} + ar{p})")
-        if vec:
-            s(f"ga{p} = uint32((row0 + ar{p}) * K + kb + aq{p})")
-    for p in range(PB):
-        f = f"(tid + {u(p * NT)})"
-        s(f"br{p} = {f} // {u(BN4)}")
-        s(f"bc{p} = ({f} % {u(BN4)}) * {u(4)}")
-        part = p == PB - 1 and B4 % NT
-        s(f"vb{p} = (col0 + bc{p} < N)" + (f" & ({f} < {u(B4)})" if part else ""))
-        if part:
-            s(f"svb{p} = {f} < {u(B4)}")
-        s(f"sb{p} = uint32(br{p} * {u(lay.b_row)} + bc{p})")
-        if vec:
-            s(f"gb{p} = uint32((kb + br{p}) * N + col0 + bc{p})")
+    def coords(x, n, total, per_row, r, q, valid, shared, glob):
+        """Pass p's float4 of operand x: its row r{p} and column q{p} in the k block,
+        whether it is inside (v{x}{p}; sv{x}{p} for a last pass that not every thread
+        has), its shared-memory offset s{x}{p} and (float4 loads) global index g{x}{p}."""
+        for p in range(n):
+            f = f"(tid + {u(p * NT)})"
+            s(f"{r}{p} = {f} // {u(per_row)}")
+            s(f"{q}{p} = ({f} % {u(per_row)}) * {u(4)}")
+            part = p == n - 1 and total % NT
+            s(f"v{x}{p} = ({valid(p)})" + (f" & ({f} < {u(total)})" if part else ""))
+            if part:
+                s(f"sv{x}{p} = {f} < {u(total)}")
+            s(f"s{x}{p} = uint32({shared(p)})")
+            if vec:
+                s(f"g{x}{p} = uint32({glob(p)})")
+
+    coords("a", PA, A4, QPR, "ar", "aq", lambda p: f"row0 + ar{p} < M",
+           lambda p: f"aq{p} * {u(lay.a_row)} + (aq{p} // {u(4)}) * {u(lay.a_skew)} + ar{p}",
+           lambda p: f"(row0 + ar{p}) * K + kb + aq{p}")
+    coords("b", PB, B4, BN4, "br", "bc", lambda p: f"col0 + bc{p} < N",
+           lambda p: f"br{p} * {u(lay.b_row)} + bc{p}",
+           lambda p: f"(kb + br{p}) * N + col0 + bc{p}")
     if vec:
         s(f"BKN = uint32({u(BK)} * N)")
     uTM, uTN, uGM, uGN = u(t.tm), u(t.tn), u(t.gm), u(t.gn)
@@ -205,40 +205,36 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
         for i in range(t.tm):
             s(" = ".join(f"acc{i}_{j}" for j in range(t.tn)) + " = F0")
 
+    def load4(x, p, ok, ptr, step, kk, guard, elem):
+        """x{p}_0..3: one float4 at ptr (advanced by step) where ``ok``, or four scalars
+        elem(c) each where guard(c) (the unaligned variant); zero outside."""
+        xs = ", ".join(f"{x}{p}_{c}" for c in range(4))
+        if vec:
+            # unconditional load (of element 0 when outside), then zero: no branch,
+            # so that ptxas schedules it above the FMAs
+            s(f"ok = {ok}")
+            s(f"{xs} = ldg4({ptr[0]}, cuda.selp(ok, {ptr[1]}, {u(0)}))")
+            for c in range(4):
+                s(f"{x}{p}_{c} = cuda.selp(ok, {x}{p}_{c}, F0)")
+            s(f"{ptr[1]} = uint32({ptr[1]} + {step})")
+        else:
+            s(f"kk = {kk}")
+            for c in range(4):
+                s(f"{x}{p}_{c} = F0")
+                s(f"if {guard(c)}:")
+                with s.block():
+                    s(f"{x}{p}_{c} = {elem(c)}")
+
     def loads():
         """The k block at k0 into xa*/xb* (zero outside A, B and the split)."""
         for p in range(PA):
-            xs = ", ".join(f"xa{p}_{c}" for c in range(4))
-            if vec:
-                # unconditional load (of A[0, 0] when outside), then zero: no branch,
-                # so that ptxas schedules it above the FMAs
-                s(f"ok = va{p} & (k0 + aq{p} < ke)")
-                s(f"{xs} = ldg4(A, cuda.selp(ok, ga{p}, {u(0)}))")
-                for c in range(4):
-                    s(f"xa{p}_{c} = cuda.selp(ok, xa{p}_{c}, F0)")
-                s(f"ga{p} = uint32(ga{p} + {u(BK)})")
-            else:
-                s(f"kk = k0 + aq{p}")
-                for c in range(4):
-                    s(f"xa{p}_{c} = F0")
-                    s(f"if va{p} and kk + {u(c)} < ke:")
-                    with s.block():
-                        s(f"xa{p}_{c} = A[row0 + ar{p}, kk + {u(c)}]")
+            load4("xa", p, f"va{p} & (k0 + aq{p} < ke)", ("A", f"ga{p}"), u(BK), f"k0 + aq{p}",
+                  lambda c: f"va{p} and kk + {u(c)} < ke",
+                  lambda c: f"A[row0 + ar{p}, kk + {u(c)}]")
         for p in range(PB):
-            xs = ", ".join(f"xb{p}_{c}" for c in range(4))
-            if vec:
-                s(f"ok = vb{p} & (k0 + br{p} < ke)")
-                s(f"{xs} = ldg4(B, cuda.selp(ok, gb{p}, {u(0)}))")
-                for c in range(4):
-                    s(f"xb{p}_{c} = cuda.selp(ok, xb{p}_{c}, F0)")
-                s(f"gb{p} = uint32(gb{p} + BKN)")
-            else:
-                s(f"kk = k0 + br{p}")
-                for c in range(4):
-                    s(f"xb{p}_{c} = F0")
-                    s(f"if vb{p} and kk < ke and col0 + bc{p} + {u(c)} < N:")
-                    with s.block():
-                        s(f"xb{p}_{c} = B[kk, col0 + bc{p} + {u(c)}]")
+            load4("xb", p, f"vb{p} & (k0 + br{p} < ke)", ("B", f"gb{p}"), "BKN", f"k0 + br{p}",
+                  lambda c: f"vb{p} and kk < ke and col0 + bc{p} + {u(c)} < N",
+                  lambda c: f"B[kk, col0 + bc{p} + {u(c)}]")
 
     def stores(oa: str, ob: str):
         """xa*/xb* into the shared stage at offsets oa (A) and ob (B)."""
