@@ -8,10 +8,11 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    every thread count and size: a warm-up call, then 7 samples (the timing engine,
    :class:`microkernel.timing.Rounds`, with only that library in the round), medians.
    microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices; the
-   team with its grid of rows and with MICROKERNEL_TEAM_GRID=square), so
-   the switch between them is measured, not assumed, and with the team also fully
-   passive (OMP_WAIT_POLICY=PASSIVE) and with libgomp's default spin (300,000):
-   ours, GOMP_SPINCOUNT=20000, between the two.
+   team with its dynamic rows, 4 chunks per thread by default, and with
+   MICROKERNEL_TEAM_SCHED=static, MICROKERNEL_TEAM_CHUNKS=2 and 8, and with
+   MICROKERNEL_TEAM_GRID=square), so the switch between them is measured, not
+   assumed, and with the team also fully passive (OMP_WAIT_POLICY=PASSIVE) and with
+   libgomp's default spin (300,000): ours, GOMP_SPINCOUNT=20000, between the two.
 2. **Interleaved**: one process, `microkernel compare` with numpy and torch as peers at
    the largest thread count, back to back (--pause 0: the other runtimes' workers may
    still be spinning when the next call starts) and with the default pause.
@@ -89,7 +90,8 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--rounds", type=int, default=7, help="rounds of the interleaved run")
     ap.add_argument("--variants-threads", default=None,
-                    help="thread counts of the passive / spin300k variants (default: the largest)")
+                    help="thread counts of the passive / spin300k / chunks variants (default: "
+                         "the largest)")
     args = ap.parse_args()
     threads = [int(x) for x in args.threads.split(",")]
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -100,6 +102,12 @@ def main():
             ("microkernel team square", {"MICROKERNEL_THREADING": "team",
                                          "MICROKERNEL_TEAM_GRID": "square"}),
             ("microkernel slices", {"MICROKERNEL_THREADING": "slices"}),
+            ("microkernel team static", {"MICROKERNEL_THREADING": "team",
+                                         "MICROKERNEL_TEAM_SCHED": "static"}),
+            ("microkernel team chunks=2", {"MICROKERNEL_THREADING": "team",
+                                           "MICROKERNEL_TEAM_CHUNKS": "2"}),
+            ("microkernel team chunks=8", {"MICROKERNEL_THREADING": "team",
+                                           "MICROKERNEL_TEAM_CHUNKS": "8"}),
             ("microkernel team passive", {"MICROKERNEL_THREADING": "team",
                                           "OMP_WAIT_POLICY": "PASSIVE"}),
             ("microkernel team spin300k", {"MICROKERNEL_THREADING": "team",
@@ -111,8 +119,9 @@ def main():
     vthreads = ([int(x) for x in args.variants_threads.split(",")] if args.variants_threads
                 else [max(threads)])
     for lib, env in libs:
-        ts = (vthreads if lib.endswith(("passive", "spin300k"))
-              else [t for t in threads if t > 1] if lib.endswith("square") else threads)
+        ts = (vthreads if lib.endswith(("passive", "spin300k", "chunks=2", "chunks=8"))
+              else [t for t in threads if t > 1] if lib.endswith(("square", "static"))
+              else threads)
         results += [dict(r, lib=lib) for r in alone(lib, ts, sizes, env)]
     # interleaved, at the largest thread count, back to back and with a pause
     tmax = max(threads)

@@ -645,9 +645,11 @@ static inline int64_t mk_panel_width(int64_t jp, int64_t w0, int64_t nr, int64_t
  * thread, or one running its own slice, is {0, 1, 0, 1, 0, 1}. */
 typedef struct {
     int t, nt, ti, tm, tj, tn;
+    int64_t *next;      /* dynamic rows (see mk_loops): the team's chunk counter, or NULL */
+    int64_t chunk;      /* ... and the rows of one chunk (a multiple of MR) */
 } mk_team_pos;
 
-static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1};
+static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0};
 
 /* The five loops of one GEMM, or of one thread's part of it.
  *
@@ -660,7 +662,12 @@ static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1};
  * block is free before it is overwritten, and complete before it is read); then each
  * thread takes its rows (a contiguous range of MR panels, row ti of tm) and its
  * columns (a contiguous range of NR panels of the block, column tj of tn), packs its
- * own A blocks and runs the jr and ir loops on them. In a team each B panel is
+ * own A blocks and runs the jr and ir loops on them. With dynamic rows (tp->next, a
+ * team of one column: the default, see mk_team_sched) the rows are not fixed: after the
+ * block is packed each thread takes the next chunk of tp->chunk rows from the team's
+ * counter until none is left, so a thread on a slower (shared) core takes fewer and no
+ * thread waits at the next barrier for a straggler's fixed share; the chunks are the
+ * same on every run whoever takes them, so C is too. In a team each B panel is
  * MK_PACK_SLACK floats longer (b_stride), so that one thread's packing overrun never
  * lands in another's panel. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
@@ -689,7 +696,8 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
     const int64_t P = (m + mr - 1) / mr;
     const int64_t r0 = mk_min(m, P * tp->ti / tp->tm * mr);
     const int64_t r1 = mk_min(m, P * (tp->ti + 1) / tp->tm * mr);
-    const int64_t mcb = team ? mk_balance(r1 - r0 > 0 ? r1 - r0 : 1, mc_blk, mr) : mc_blk;
+    const int64_t mcb = tp->next ? tp->chunk
+        : team ? mk_balance(r1 - r0 > 0 ? r1 - r0 : 1, mc_blk, mr) : mc_blk;
     for (int64_t jc = 0; jc < n;) {
         const int64_t w0 = jc == 0 ? lead : 0;
         const int64_t nc = mk_min(w0 + nc_blk, n - jc);
@@ -718,6 +726,8 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                                   cs_b, rs_b, nr, b_pack + jp * b_stride);
 #endif
                 }
+                if (tp->next && tp->t == 0)
+                    *tp->next = 0;             /* every thread is past its last chunk */
 #pragma omp barrier
             } else {
 #if MK_TYPED
@@ -732,8 +742,15 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                               b_pack + (w0 > 0 ? nr * kc : 0));
 #endif
             }
-            for (int64_t ic = r0; ic < r1; ic += mcb) {
-                const int64_t mc = mk_min(mcb, r1 - ic);
+            for (int64_t ic = tp->next ? -1 : r0;;) {
+                if (tp->next) {                 /* dynamic rows: the team's next chunk */
+                    ic = __atomic_fetch_add(tp->next, 1, __ATOMIC_RELAXED) * mcb;
+                    if (ic >= m)
+                        break;
+                } else if (ic >= r1) {
+                    break;
+                }
+                const int64_t mc = mk_min(mcb, (tp->next ? m : r1) - ic);
                 const int64_t mpanels = (mc + mr - 1) / mr;
 #if MK_TYPED
                 mk_pack_a(mc, kc, kcp, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
@@ -750,6 +767,8 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                                 c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
                     }
                 }
+                if (!tp->next)
+                    ic += mcb;
             }
         }
         jc += nc;
@@ -794,6 +813,28 @@ static int mk_grid_kind(void)
         kind = e && !strcmp(e, "square") ? MK_GRID_SQUARE : MK_GRID_ROWS;
     }
     return kind;
+}
+
+/* How a team of one column shares the rows of C: MK_SCHED_DYNAMIC (the default: chunks
+ * taken from a counter, see mk_loops) or MK_SCHED_STATIC (row ti of tm: a fixed,
+ * contiguous share). $MICROKERNEL_TEAM_SCHED = dynamic | static (read once). The chunk:
+ * the rows give each thread $MICROKERNEL_TEAM_CHUNKS chunks (default 4; read once), at
+ * most MC and at least one MR panel. Measured: docs/design-notes.md, threads. */
+enum { MK_SCHED_DYNAMIC = 0, MK_SCHED_STATIC = 1 };
+
+static int mk_team_sched(int64_t *chunks)
+{
+    static int sched = -1;
+    static int64_t per_thread = 4;
+    if (sched < 0) {
+        const char *e = getenv("MICROKERNEL_TEAM_SCHED");
+        const char *c = getenv("MICROKERNEL_TEAM_CHUNKS");
+        if (c && atoi(c) > 0)
+            per_thread = atoi(c);
+        sched = e && !strcmp(e, "static") ? MK_SCHED_STATIC : MK_SCHED_DYNAMIC;
+    }
+    *chunks = per_thread;
+    return sched;
 }
 
 static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, int *tm, int *tn)
@@ -904,6 +945,9 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         char *ws = (char *)mk_ws_get(b_shared + per_thread * (size_t)nthreads);
         if (!ws)
             return MK_ENOMEM;
+        int64_t chunks;
+        const int dynamic = mk_team_sched(&chunks) == MK_SCHED_DYNAMIC;
+        int64_t next_chunk = 0;            /* the dynamic rows' counter, shared */
 #pragma omp parallel num_threads(nthreads)
         {
 #ifdef _OPENMP
@@ -915,7 +959,12 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
             int gtm = tm, gtn = tn;
             if (nt != nthreads)
                 mk_team_grid(nt, m, n, mr, nr, &gtm, &gtn);
-            const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn};
+            /* dynamic rows: chunks of whole MR panels, about `chunks` per thread */
+            const int64_t panels = (m + mr - 1) / mr;
+            const int64_t per = (panels + (int64_t)nt * chunks - 1) / ((int64_t)nt * chunks);
+            const int64_t chunk = mk_min(mc_blk, per * mr);
+            const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn,
+                                    dynamic && gtn == 1 ? &next_chunk : NULL, chunk};
             char *mine = ws + b_shared + per_thread * (size_t)t;
             mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
                      beta, c, rs_c, cs_c, (MK_TA *)mine, (MK_TB *)ws,

@@ -1,6 +1,7 @@
 """Both thread decompositions of the driver (c_src/driver.c): the slices and the
-shared-B team, forced with MICROKERNEL_THREADING (read once per kernel module, so each
-mode runs in its own process), on 2 to 7 threads (more threads than this machine's
+shared-B team (its rows dynamic or static, its grid rows or square), forced with
+MICROKERNEL_THREADING / _TEAM_SCHED / _TEAM_CHUNKS / _TEAM_GRID (read once per kernel
+module, so each mode runs in its own process), on 2 to 7 threads (more threads than this machine's
 cores is fine: only correctness is checked), on shapes with every remainder, strided
 and column-major views, the edge catalogue's threaded cases, and a typed kernel."""
 import json
@@ -16,7 +17,6 @@ SCRIPT = textwrap.dedent("""
     from microkernel import validate
     rng = np.random.default_rng(7)
     bad = []
-    names = [mk.kernels()[0], "scalar_3x5", mk.kernels(None)[-1] if False else None]
     kernels = [k for k in (mk.kernels()[0], "scalar_3x5") if k]
     for name in kernels:
         for threads in (2, 3, 4, 7):
@@ -47,11 +47,16 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("mode", ["team", "team square", "slices"])
+@pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1", "team square",
+                                  "slices"])
 def test_each_thread_decomposition_is_correct(mode, tmp_path):
-    # "team square": the team's grid of MICROKERNEL_TEAM_GRID=square (threads share rows)
+    # "team": dynamic rows (chunks from a counter, 4 per thread); "team static": each
+    # thread a fixed share; "team chunks=1": one chunk per thread (the counter's
+    # last-chunk edge); "team square": the grid of MICROKERNEL_TEAM_GRID=square
     env = {**os.environ, "MICROKERNEL_THREADING": mode.split()[0],
-           "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows"}
+           "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows",
+           "MICROKERNEL_TEAM_SCHED": "static" if mode.endswith("static") else "dynamic",
+           "MICROKERNEL_TEAM_CHUNKS": "1" if mode.endswith("chunks=1") else "4"}
     res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                          env=env, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
