@@ -8,8 +8,8 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    every thread count and size: a warm-up call, then 7 samples (the timing engine,
    :class:`microkernel.timing.Rounds`, with only that library in the round), medians.
    microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices; the
-   team with its dynamic rows, 4 chunks per thread by default, and with
-   MICROKERNEL_TEAM_SCHED=static, MICROKERNEL_TEAM_CHUNKS=2 and 8, and with
+   team with its dynamic rows, 4 chunks per thread by default, and with the blocking's
+   chunks=0 (static: a fixed share per thread), 2 and 8, and with
    MICROKERNEL_TEAM_GRID=square), so the switch between them is measured, not
    assumed, and with the team also fully passive (OMP_WAIT_POLICY=PASSIVE) and with
    libgomp's default spin (300,000): ours, GOMP_SPINCOUNT=20000, between the two.
@@ -52,7 +52,10 @@ ALONE = textwrap.dedent("""
             if lib.startswith("microkernel"):
                 import microkernel as mk
                 k = mk.get_kernel()
-                fn = lambda: mk.gemm(A, B, C, kernel=k, threads=t)
+                # "... static": fixed shares; "... chunks=N": the team's dynamic rows
+                blk = ({"chunks": 0} if lib.endswith("static") else
+                       {"chunks": int(lib.split("chunks=")[1])} if "chunks=" in lib else None)
+                fn = lambda: mk.gemm(A, B, C, kernel=k, threads=t, blocking=blk)
             elif lib == "numpy":
                 fn = lambda: np.matmul(A, B, out=C)
             else:
@@ -102,12 +105,9 @@ def main():
             ("microkernel team square", {"MICROKERNEL_THREADING": "team",
                                          "MICROKERNEL_TEAM_GRID": "square"}),
             ("microkernel slices", {"MICROKERNEL_THREADING": "slices"}),
-            ("microkernel team static", {"MICROKERNEL_THREADING": "team",
-                                         "MICROKERNEL_TEAM_SCHED": "static"}),
-            ("microkernel team chunks=2", {"MICROKERNEL_THREADING": "team",
-                                           "MICROKERNEL_TEAM_CHUNKS": "2"}),
-            ("microkernel team chunks=8", {"MICROKERNEL_THREADING": "team",
-                                           "MICROKERNEL_TEAM_CHUNKS": "8"}),
+            ("microkernel team static", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel team chunks=2", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel team chunks=8", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team passive", {"MICROKERNEL_THREADING": "team",
                                           "OMP_WAIT_POLICY": "PASSIVE"}),
             ("microkernel team spin300k", {"MICROKERNEL_THREADING": "team",

@@ -662,8 +662,8 @@ static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0};
  * block is free before it is overwritten, and complete before it is read); then each
  * thread takes its rows (a contiguous range of MR panels, row ti of tm) and its
  * columns (a contiguous range of NR panels of the block, column tj of tn), packs its
- * own A blocks and runs the jr and ir loops on them. With dynamic rows (tp->next, a
- * team of one column: the default, see mk_team_sched) the rows are not fixed: after the
+ * own A blocks and runs the jr and ir loops on them. With dynamic rows (tp->next: a
+ * team of one column and blk->chunks > 0, the default) the rows are not fixed: after the
  * block is packed each thread takes the next chunk of tp->chunk rows from the team's
  * counter until none is left, so a thread on a slower (shared) core takes fewer and no
  * thread waits at the next barrier for a straggler's fixed share; the chunks are the
@@ -815,28 +815,6 @@ static int mk_grid_kind(void)
     return kind;
 }
 
-/* How a team of one column shares the rows of C: MK_SCHED_DYNAMIC (the default: chunks
- * taken from a counter, see mk_loops) or MK_SCHED_STATIC (row ti of tm: a fixed,
- * contiguous share). $MICROKERNEL_TEAM_SCHED = dynamic | static (read once). The chunk:
- * the rows give each thread $MICROKERNEL_TEAM_CHUNKS chunks (default 4; read once), at
- * most MC and at least one MR panel. Measured: docs/design-notes.md, threads. */
-enum { MK_SCHED_DYNAMIC = 0, MK_SCHED_STATIC = 1 };
-
-static int mk_team_sched(int64_t *chunks)
-{
-    static int sched = -1;
-    static int64_t per_thread = 4;
-    if (sched < 0) {
-        const char *e = getenv("MICROKERNEL_TEAM_SCHED");
-        const char *c = getenv("MICROKERNEL_TEAM_CHUNKS");
-        if (c && atoi(c) > 0)
-            per_thread = atoi(c);
-        sched = e && !strcmp(e, "static") ? MK_SCHED_STATIC : MK_SCHED_DYNAMIC;
-    }
-    *chunks = per_thread;
-    return sched;
-}
-
 static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, int *tm, int *tn)
 {
     const int64_t row_panels = (m + mr - 1) / mr, col_panels = (n + nr - 1) / nr;
@@ -881,7 +859,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
                    MK_TC beta, MK_TC *c, int64_t rs_c, int64_t cs_c, int nthreads)
 {
     if (m < 0 || n < 0 || k < 0 || !uk || uk->mr < 1 || uk->nr < 1 || !blk
-        || blk->kc < 1 || blk->mc < 1 || blk->nc < 1)
+        || blk->kc < 1 || blk->mc < 1 || blk->nc < 1 || blk->chunks < 0)
         return MK_EINVAL;
     if (m == 0 || n == 0)
         return MK_OK;
@@ -945,8 +923,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         char *ws = (char *)mk_ws_get(b_shared + per_thread * (size_t)nthreads);
         if (!ws)
             return MK_ENOMEM;
-        int64_t chunks;
-        const int dynamic = mk_team_sched(&chunks) == MK_SCHED_DYNAMIC;
+        const int64_t chunks = blk->chunks;  /* > 0: dynamic rows; 0: fixed shares */
         int64_t next_chunk = 0;            /* the dynamic rows' counter, shared */
 #pragma omp parallel num_threads(nthreads)
         {
@@ -961,10 +938,10 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
                 mk_team_grid(nt, m, n, mr, nr, &gtm, &gtn);
             /* dynamic rows: chunks of whole MR panels, about `chunks` per thread */
             const int64_t panels = (m + mr - 1) / mr;
-            const int64_t per = (panels + (int64_t)nt * chunks - 1) / ((int64_t)nt * chunks);
-            const int64_t chunk = mk_min(mc_blk, per * mr);
+            const int64_t ways = (int64_t)nt * (chunks > 0 ? chunks : 1);
+            const int64_t chunk = mk_min(mc_blk, (panels + ways - 1) / ways * mr);
             const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn,
-                                    dynamic && gtn == 1 ? &next_chunk : NULL, chunk};
+                                    chunks > 0 && gtn == 1 ? &next_chunk : NULL, chunk};
             char *mine = ws + b_shared + per_thread * (size_t)t;
             mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
                      beta, c, rs_c, cs_c, (MK_TA *)mine, (MK_TB *)ws,

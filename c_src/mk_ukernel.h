@@ -63,9 +63,16 @@ typedef struct {
 } mk_ukernel_desc;
 
 /* Cache blocking in elements: KC (depth of a packed panel, sized for L1),
- * MC (rows of the packed A block, L2), NC (columns of the packed B block, L3). */
+ * MC (rows of the packed A block, L2), NC (columns of the packed B block, L3); and how
+ * a team of threads shares the rows of C (driver.c, mk_loops): chunks > 0, dynamic rows
+ * (chunks from a counter, about that many per thread); 0, a fixed share per thread. */
 typedef struct {
     int64_t kc, mc, nc;
+    int64_t chunks;
 } mk_blocking;
+
+/* The model's chunks (microkernel.blocking.TEAM_CHUNKS; a test checks they agree), for
+ * the C mains that build an mk_blocking themselves (the sanitizer and aarch64 harnesses). */
+#define MK_TEAM_CHUNKS 4
 
 #endif

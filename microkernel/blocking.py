@@ -43,7 +43,7 @@ import dataclasses
 import math
 
 __all__ = ["Blocking", "model_blocking", "FALLBACK", "NC_CAP", "A_BLOCK_L1S", "panel_bytes",
-           "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES"]
+           "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
@@ -51,22 +51,32 @@ A_BLOCK_L1S = 2  # the packed A block (MC x KC) holds at most this many L1 data 
 #: Tile-register ISAs (AMX): bytes of one packed A row (KC x S_A) -- KC = 1024 bf16
 #: elements, 2048 int8 ones. See :func:`model_blocking` (``l2_panels``).
 L2_PANEL_ROW_BYTES = 2048
+#: A team's dynamic rows (c_src/driver.c, mk_loops): chunks of C's rows per thread, taken
+#: from a shared counter so that a thread on a slower core takes fewer. Measured on the
+#: 16-core Sapphire Rapids host (docs/design-notes.md, threads). C mains: MK_TEAM_CHUNKS.
+TEAM_CHUNKS = 4
 
 
 @dataclasses.dataclass(frozen=True)
 class Blocking:
-    """KC, MC, NC in elements and the reason each was chosen."""
+    """KC, MC, NC in elements and the reason each was chosen; ``chunks``: how a team of
+    threads shares C's rows (> 0: dynamic, about that many chunks per thread; 0: a
+    fixed share each)."""
     kc: int
     mc: int
     nc: int
     why: tuple[str, ...] = ()
+    chunks: int = TEAM_CHUNKS
 
     def replace(self, **kw) -> "Blocking":
-        """A copy with some of kc/mc/nc overridden (None keeps the model's value)."""
+        """A copy with some of kc/mc/nc/chunks overridden (None keeps the model's
+        value). Raises ValueError for kc/mc/nc < 1 or chunks < 0."""
         kw = {k: v for k, v in kw.items() if v is not None}
         for k, v in kw.items():
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"blocking {k} must be a positive integer, got {v!r}")
+            low = 0 if k == "chunks" else 1
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                what = "a non-negative" if low == 0 else "a positive"
+                raise ValueError(f"blocking {k} must be {what} integer, got {v!r}")
         why = self.why + tuple(f"{k.upper()}={v} overridden" for k, v in kw.items())
         return dataclasses.replace(self, why=why, **kw)
 

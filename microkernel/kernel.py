@@ -17,7 +17,7 @@ from . import build, codegen
 from .tile import TileSpec
 
 CDEF = """
-typedef struct { int64_t kc, mc, nc; } mk_blocking;
+typedef struct { int64_t kc, mc, nc, chunks; } mk_blocking;
 int64_t mk_mr(void);
 int64_t mk_nr(void);
 void mk_ukernel(int64_t kc, const float *alpha, const float *a, const float *b,
@@ -37,7 +37,7 @@ int64_t mk_workspace_bytes(void);
 #: their storage types, alpha, beta and C of C's type), and the micro-kernel on packed
 #: panels of the panel types.
 CDEF_TYPED = """
-typedef struct { int64_t kc, mc, nc; } mk_blocking;
+typedef struct { int64_t kc, mc, nc, chunks; } mk_blocking;
 int64_t mk_mr(void);
 int64_t mk_nr(void);
 int64_t mk_kgroup(void);

@@ -91,3 +91,18 @@ def test_tile_register_isas_block_for_the_l2(a_bytes, b_bytes, kc, mc):
     # NC: C_Bc = 19 - ceil(2*KC*MC*S_A / (64*245760)) = 18 -> far above the cap: 4064
     assert b.nc == 4064
     assert "L2" in b.why[0] and "half" in b.why[1]
+
+
+def test_team_chunks_default_agrees_with_the_c_mains_and_overrides_are_checked():
+    # the C mains (sanitizer, aarch64 harness) build their mk_blocking with MK_TEAM_CHUNKS
+    import re
+    from pathlib import Path
+    from microkernel.blocking import TEAM_CHUNKS
+    header = (Path(__file__).parents[1] / "c_src" / "mk_ukernel.h").read_text()
+    assert int(re.search(r"#define MK_TEAM_CHUNKS (\d+)", header)[1]) == TEAM_CHUNKS
+    assert FALLBACK.chunks == TEAM_CHUNKS and FALLBACK.replace(chunks=0).chunks == 0
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="chunks must be a non-negative integer"):
+            FALLBACK.replace(chunks=bad)
+    from microkernel.commands.common import blocking_arg
+    assert blocking_arg("kc=64,chunks=0") == {"kc": 64, "chunks": 0}

@@ -1,7 +1,7 @@
 """Both thread decompositions of the driver (c_src/driver.c): the slices and the
 shared-B team (its rows dynamic or static, its grid rows or square), forced with
-MICROKERNEL_THREADING / _TEAM_SCHED / _TEAM_CHUNKS / _TEAM_GRID (read once per kernel
-module, so each mode runs in its own process), on 2 to 7 threads (more threads than this machine's
+MICROKERNEL_THREADING / _TEAM_GRID (read once per kernel module, so each mode runs in
+its own process) and the blocking's ``chunks``, on 2 to 7 threads (more threads than this machine's
 cores is fine: only correctness is checked), on shapes with every remainder, strided
 and column-major views, the edge catalogue's threaded cases, and a typed kernel."""
 import json
@@ -13,8 +13,9 @@ import textwrap
 import pytest
 
 SCRIPT = textwrap.dedent("""
-    import json, numpy as np, ml_dtypes, microkernel as mk
+    import json, os, numpy as np, ml_dtypes, microkernel as mk
     from microkernel import validate
+    CHUNKS = int(os.environ["CHUNKS"])        # the team's rows: 0 fixed shares, else dynamic
     rng = np.random.default_rng(7)
     bad = []
     kernels = [k for k in (mk.kernels()[0], "scalar_3x5") if k]
@@ -27,7 +28,7 @@ SCRIPT = textwrap.dedent("""
                 C0 = rng.standard_normal((n, m)).astype(np.float32).T      # column-major C
                 C = C0.copy(order="F")
                 mk.gemm(A, B, C, alpha=1.5, beta=0.5, kernel=name, threads=threads,
-                        blocking={"kc": 32, "mc": 24, "nc": 48})
+                        blocking={"kc": 32, "mc": 24, "nc": 48, "chunks": CHUNKS})
                 ref, bound = validate.reference(A, B, C0, 1.5, 0.5)
                 ok, ratio, _, detail = validate.check(C, ref, bound)
                 if not ok:
@@ -40,7 +41,7 @@ SCRIPT = textwrap.dedent("""
     A = rng.integers(-128, 128, (99, 201)).astype(np.int8)
     B = rng.integers(-128, 128, (201, 77)).astype(np.int8)
     for threads in (2, 5):
-        C = mk.gemm(A, B, threads=threads, blocking={"kc": 64, "mc": 24, "nc": 48})
+        C = mk.gemm(A, B, threads=threads, blocking={"kc": 64, "mc": 24, "nc": 48, "chunks": CHUNKS})
         if not np.array_equal(C.astype(np.int64), A.astype(np.int64) @ B.astype(np.int64)):
             bad.append(["s8s8", threads])
     print("RESULT " + json.dumps(bad))
@@ -55,8 +56,7 @@ def test_each_thread_decomposition_is_correct(mode, tmp_path):
     # last-chunk edge); "team square": the grid of MICROKERNEL_TEAM_GRID=square
     env = {**os.environ, "MICROKERNEL_THREADING": mode.split()[0],
            "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows",
-           "MICROKERNEL_TEAM_SCHED": "static" if mode.endswith("static") else "dynamic",
-           "MICROKERNEL_TEAM_CHUNKS": "1" if mode.endswith("chunks=1") else "4"}
+           "CHUNKS": "0" if mode.endswith("static") else "1" if mode.endswith("chunks=1") else "4"}
     res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                          env=env, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -62,8 +62,9 @@ def add_arguments(p) -> None:
     p.add_argument("--min-time", type=nonneg_float, default=0.02,
                    help="seconds each sample lasts at least (default 0.02)")
     p.add_argument("--peers", help="reference libraries (default: every one installed)")
-    p.add_argument("--blocking", type=blocking_arg, metavar="kc=N,mc=N,nc=N",
-                   help="override the model's gemm() blocking (any of KC, MC, NC; elements)")
+    p.add_argument("--blocking", type=blocking_arg, metavar="kc=N,mc=N,nc=N,chunks=N",
+                   help="override the model's gemm() blocking (any of KC, MC, NC in elements; "
+                        "chunks: a team's rows per thread, 0 a fixed share)")
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="input types (microkernel.dtypes): bf16, f16, f16h (fp16 accumulation), "
                    "s8s8, u8s8, u8u8; default: the first --kernel's, else f32. Kernels of "
@@ -115,7 +116,7 @@ def run(args) -> int:
               "peak_isa": best.spec.isa, "peers": {n: peers_mod.describe(n) for n in peer_names},
               "rounds": args.rounds, "l1": [], "gemm": [], "dtype": dtype,
               "own_peaks": ({n: fig[n] for n in set(own.values())} if own else None),
-              "gemm_blocking": {"kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
+              "gemm_blocking": {"kc": blk.kc, "mc": blk.mc, "nc": blk.nc, "chunks": blk.chunks,
                                 "overridden": sorted(args.blocking or ())}}
     t = Table(title=f"micro-kernel in L1 (K={args.kc}) and the {best.spec.isa} FMA peak "
                     f"{_iv(peak)} GFLOP/s, {args.rounds} interleaved rounds, medians "

@@ -176,12 +176,13 @@ class Progress:
         self.close()
 
 
-_BLOCKING_ITEM = re.compile(r"(kc|mc|nc)=\+?([0-9]+)", re.ASCII)
+_BLOCKING_ITEM = re.compile(r"(kc|mc|nc|chunks)=\+?([0-9]+)", re.ASCII)
 
 
 def blocking_arg(text: str) -> dict[str, int]:
     """argparse type: ``"kc=384,mc=96"`` -> ``{"kc": 384, "mc": 96}`` (any of kc, mc,
-    nc, each once, in elements)."""
+    nc, each once, in elements; and ``chunks``, a team's rows per thread, 0: fixed
+    shares)."""
     out = {}
     for part in csv(text):
         item = _BLOCKING_ITEM.fullmatch(part.replace(" ", "").lower())
@@ -191,5 +192,6 @@ def blocking_arg(text: str) -> dict[str, int]:
         out[item[1]] = int(item[2])
     if not out:
         raise argparse.ArgumentTypeError(
-            f"expected kc=N,mc=N,nc=N (any of them, each once, in elements), got {text!r}")
+            f"expected kc=N,mc=N,nc=N[,chunks=N] (any of them, each once; kc, mc, nc in "
+            f"elements), got {text!r}")
     return out
