@@ -14,6 +14,9 @@
 #   bash bench/device_cpu.sh blocking  the MC/KC of the f32 default at 16 and 4 threads and of
 #                                      amx_bf16_32x32 at one thread, n = 4096, interleaved
 #                                      with numpy and PyTorch (`compare` NAME:kc=,mc=)
+#   bash bench/device_cpu.sh threads   issue 24: bench/host_cores.py, the team's row chunks
+#                                      raced at 16 and 4 threads (`compare` NAME:chunks=N,
+#                                      with numpy and PyTorch), bench/threads.py
 #
 # Writes into $OUT (or out/ when OUT is unset). cffi and pyperf are not on that image:
 # carry wheels in .whl/ (see the device tool's README); they are installed into /tmp/site.
@@ -39,6 +42,23 @@ if [ "${1:-}" = blocking ]; then
         --kernels "amx_bf16_32x32;amx_bf16_32x32:kc=704;amx_bf16_32x32:kc=1024;amx_bf16_32x32:kc=704,mc=256;amx_bf16_32x32:kc=1024,mc=512" \
         --json "$OUT/blocking_amx_bf16_4096.json"
   } 2>&1 | tee "$OUT/device_blocking.log"
+  exit 0
+fi
+if [ "${1:-}" = threads ]; then
+  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
+  v="$f32;$f32:chunks=0;$f32:chunks=2;$f32:chunks=8;$f32:chunks=16"
+  t16="env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16"
+  {
+    run python3 bench/host_cores.py --kernel "$f32" --amx amx_bf16_32x32 --json "$OUT/host_cores.json"
+    for p in pause:0.3 b2b:0; do
+      run $t16 python3 -m microkernel compare --kernels "$v" --threads 16 --sizes 1024,2048,4096 \
+          --rounds 9 --pause "${p#*:}" --json "$OUT/chunks_16t_${p%%:*}.json"
+    done
+    run env OMP_NUM_THREADS=4 OPENBLAS_NUM_THREADS=4 taskset -c 0-3 python3 -m microkernel compare \
+        --kernels "$f32;$f32:chunks=0;$f32:chunks=8" --threads 4 --sizes 2048,4096 --rounds 5 \
+        --pause 0.3 --json "$OUT/chunks_4t.json"
+    run $t16 python3 bench/threads.py --threads 1,4,16 --sizes 1024,2048,4096 --rounds 7 --out "$OUT"
+  } 2>&1 | tee "$OUT/device_threads.log"
   exit 0
 fi
 if [ "${1:-}" = compare ]; then
