@@ -108,7 +108,7 @@ def test_kernel_source_is_unrolled_and_vectorised():
     assert flat.count("cuda.fma(") == 8 * 8 * 8
     assert "ldg4(A," in vec and "ldg4(B," in vec and "st4(X," in vec
     assert "ldg4" not in sca and "st4(" not in sca
-    assert flat.count("for ") == 1                                # only the k-block loop
+    assert flat.count("for ") == 2               # the k-block loop and the split-K tail's
     with pytest.raises(ValueError, match="no warp tile"):
         simt.kernel_source(LEGACY_TILE)
 
@@ -184,6 +184,23 @@ def test_split_k(m, n, k, split, alpha, beta):
     assert p.kslice == -(-(-(-k // split)) // 4) * 4     # ceil(k/split) rounded up to bk
     assert np.all(np.abs(outs[0] - _ref(A, B, C0, alpha, beta)) <= _bound(A, B, C0, alpha, beta))
     assert np.array_equal(outs[0], outs[1])             # bit-identical repeat
+
+
+def test_split_k_last_block_of_each_tile_writes_it_and_zeroes_its_count():
+    # 3 x 2 tiles of 16 x 16, split 3: each tile's last block sums its 3 partials, and
+    # the counts are zero again after the call (the next call relies on it)
+    m, n, k = 40, 20, 96
+    A, B, C0 = _operands(m, n, k, 11)
+    dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C0)
+    for _ in range(3):
+        dC.copy_to_device(C0)
+        front.gemm(dA, dB, dC, alpha=0.75, beta=-1.0, tile=T_M, split=3)
+        out = dC.copy_to_host()
+        assert np.all(np.abs(out - _ref(A, B, C0, 0.75, -1.0)) <= _bound(A, B, C0, 0.75, -1.0))
+    p = front.gemm.last_plan
+    assert p.grid == (2, 3, 3)
+    r = launch.runner(m, n, k, T_M, 3, "vec", False, True, launch.device_limits())
+    assert r.plan is p and r.T.copy_to_host().tolist() == [0] * 6
 
 
 def test_split_k_beta0_nan_c_and_alpha0():

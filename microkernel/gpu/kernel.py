@@ -352,13 +352,16 @@ class SgemmKernel:
         return "vec" if vec_ok(A, B, C) else "scalar"
 
     def launch(self, A, B, C, alpha: float = 1.0, beta: float = 0.0, stream=0, *,
-               W=None, split: int = 1, kslice: int | None = None, variant: str | None = None):
+               W=None, T=None, split: int = 1, kslice: int | None = None,
+               variant: str | None = None):
         """Launch on device arrays A (M, K), B (K, N), C (M, N); no checks.
 
-        Warp-tiled kernel only: ``split`` > 1 runs split-K into the workspace ``W``
-        ((split*M) x N, device) with ``kslice`` k per split (a multiple of bk) and
-        leaves C untouched: reduce W into C with :func:`microkernel.gpu.launch.reduce`
-        (:func:`gemm` does both). ``variant`` forces "vec" or "scalar"."""
+        Warp-tiled kernel only: ``split`` > 1 runs split-K with ``kslice`` k per split
+        (a multiple of bk) through the workspace ``W`` ((split*M) x N, float32, device)
+        and the tile counts ``T`` (uint32, at least one per block tile, all zero; the
+        kernel leaves them zero), both allocated here when None; the tile's last
+        block writes C (:mod:`microkernel.gpu.simt`). ``variant`` forces "vec" or
+        "scalar"."""
         m, n = C.shape
         if m == 0 or n == 0:
             return C
@@ -374,8 +377,13 @@ class SgemmKernel:
         if kslice is None:
             kslice = max(bk, -(-k // (split * bk)) * bk)
         disp = self.variants[variant or self.variant_for(A, B, C)]
+        cuda = _import_cuda()
+        if split > 1 and W is None:
+            W = cuda.device_array((split * m, n), np.float32)
+        if T is None:
+            T = cuda.to_device(np.zeros(gx * gy if split > 1 else 1, np.uint32))
         disp[(gx, gy, split), self.tile.threads, stream](
-            A, B, C, C if W is None else W, np.float32(alpha), np.float32(beta),
+            A, B, C, C if W is None else W, T, np.float32(alpha), np.float32(beta),
             np.uint32(kslice))
         return C
 

@@ -17,8 +17,8 @@ model (:mod:`microkernel.gpu.occupancy`) and keeps the fastest:
   resident warps than :data:`SATURATION_WARPS` hide less latency;
 * the kernel takes at least the time to read A and B and write C once from DRAM
   (:data:`DRAM_BYTES_PER_S`);
-* split-K adds writing and re-reading S partial sums of C and the reduction's
-  launch (:data:`REDUCE_LAUNCH_S`); kslice is at least :data:`MIN_KSLICE` and
+* split-K adds writing and re-reading S partial sums of C and the last block's
+  reduction (:data:`REDUCE_LAUNCH_S`); kslice is at least :data:`MIN_KSLICE` and
   the workspace at most :data:`WORKSPACE_LIMIT` bytes.
 
 Options within :data:`TIE` of the fastest are equivalent; among them one whose
@@ -28,9 +28,10 @@ are a model of the H200, not measurements of this kernel: ``bench/gpu_simt.py``
 prints the planner's choice next to measured split scans so that they can be
 checked and refit.
 
-**The split-K reduction** is deterministic: block z of the split grid writes its
-partial sums to its own slice of a workspace, and a second kernel adds the
-slices in the order 0, 1, ..., S-1 (no atomics: bit-identical run to run).
+**The split-K reduction** is deterministic and in the same launch: block z of the
+split grid writes its partial sums to its own slice of a workspace, and the last of
+a tile's S blocks to finish (an atomic count per tile) adds the slices in the order
+0, 1, ..., S-1 (bit-identical run to run; :mod:`microkernel.gpu.simt`).
 
 **Launch overhead.** :func:`runner` caches, per (shape, tile, split, variant), the
 plan, the compiled kernels' ``cuda.core`` launch handles with their launch
@@ -54,7 +55,7 @@ from .occupancy import SM90, SmLimits, busiest_sm_rounds, occupancy
 from .tiles import DEFAULT_TILE, GpuTile
 
 __all__ = ["LaunchPlan", "plan_launch", "AUTO_TILES", "runner", "Runner", "clear_plans",
-           "reduce", "MAX_SPLIT", "MIN_KSLICE", "CLOCK_HZ", "SM_EFFICIENCY",
+           "MAX_SPLIT", "MIN_KSLICE", "CLOCK_HZ", "SM_EFFICIENCY",
            "SATURATION_WARPS", "ROUND_OVERHEAD_S", "REDUCE_LAUNCH_S", "DRAM_BYTES_PER_S",
            "WORKSPACE_LIMIT", "TIE", "TILE_RATE", "tile_rate", "render_plans"]
 
@@ -76,7 +77,7 @@ SATURATION_WARPS = 4
 TILE_RATE = {(128, 256): 1.06, (128, 128): 1.0, (64, 128): 0.91, (64, 64): 0.74}
 #: Per round of blocks on an SM: the prologue's global-load latency and the epilogue.
 ROUND_OVERHEAD_S = 1.5e-6
-#: The split-K reduction kernel's launch, back to back on the stream.
+#: The split-K tail: the tile's last block re-reads the S partials after its own k slice.
 REDUCE_LAUNCH_S = 2.0e-6
 #: DRAM bandwidth the model assumes (H200: 4.8 TB/s peak).
 DRAM_BYTES_PER_S = 3.0e12
@@ -321,31 +322,9 @@ class _FastLauncher:
         self._launch(self.stream, config, self.kernel, *params)
 
 
-_REDUCE = {}
-
-
-def _reduce_kernel(sim: bool):
-    from .kernel import _import_cuda
-    from .simt import build_reduce
-    cuda = _import_cuda()
-    k = _REDUCE.get(sim)
-    if k is None:
-        k = _REDUCE[sim] = build_reduce(sim, cuda)
-    return k
-
-
-def reduce(W, C, alpha: float, beta: float, split: int, stream=0):
-    """The split-K reduction on device arrays: C := alpha*(W_0 + ... + W_{S-1}) +
-    beta*C, W of shape (split*M, N), summed in split order (dispatcher launch)."""
-    from .kernel import simulator_active
-    from .simt import REDUCE_THREADS
-    m, n = C.shape
-    if m == 0 or n == 0:
-        return C
-    k = _reduce_kernel(simulator_active())
-    k[(-(-m * n // REDUCE_THREADS),), REDUCE_THREADS, stream](
-        W, C, np.float32(alpha), np.float32(beta), np.uint32(split))
-    return C
+def _vec_params(ptr: int, size: int) -> tuple:
+    """numba's kernel parameters for a contiguous uint32 vector of ``size``."""
+    return (0, 0, size, 4, ptr, size, 4)
 
 
 class Runner:
@@ -353,70 +332,62 @@ class Runner:
     launch handles (or the dispatcher), and the split-K workspace.
 
     ``path`` is ``"cuda.core"`` (fast) or ``"numba dispatcher"`` (with the reason
-    in ``fast_error`` when the fast path could not be set up)."""
+    in ``fast_error`` when the fast path could not be set up).
+
+    The workspace and the tile counts belong to the runner: calls of one runner
+    (one shape) are queued on one stream, so they never overlap."""
 
     def __init__(self, plan: LaunchPlan, kern, variant: str):
         self.plan, self.kern, self.variant = plan, kern, variant
-        self.W = None
-        self.fast = self.rfast = None
+        self.W = self.T = None
+        self.fast = None
         self.fast_error = None
         self.path = "numba dispatcher"
         if not kern.simulated and kern.tile.warp_tiled:
             try:
-                from .simt import REDUCE_SIGNATURE, REDUCE_THREADS
                 self.fast = _FastLauncher(kern.variants[variant], kern.signature)
                 self.cfg = self.fast.config(plan.grid, kern.tile.threads)
-                if plan.split > 1:
-                    self.rfast = _FastLauncher(_reduce_kernel(False), REDUCE_SIGNATURE)
-                    self.rcfg = self.rfast.config(
-                        (-(-plan.m * plan.n // REDUCE_THREADS), 1, 1), REDUCE_THREADS)
                 self.path = "cuda.core"
             except Exception as e:  # noqa: BLE001 - fall back to numba's launch
-                self.fast = self.rfast = None
+                self.fast = None
                 self.fast_error = f"{type(e).__name__}: {e}"
 
     def workspace(self):
-        """The split-K workspace ((split*m) x n, allocated once per runner)."""
-        if self.W is None and self.plan.split > 1:
+        """(W, T): the split-K workspace ((split*m) x n; when not split, None) and the
+        tile counts (uint32 zeros, one per block tile; one when not split), allocated
+        once per runner."""
+        if self.T is None:
             from .kernel import _import_cuda
-            self.W = _import_cuda().device_array((self.plan.split * self.plan.m,
-                                                  self.plan.n), np.float32)
+            cuda = _import_cuda()
+            gx, gy, s = self.plan.grid
+            if s > 1:
+                self.W = cuda.device_array((s * self.plan.m, self.plan.n), np.float32)
+            self.T = cuda.to_device(np.zeros(gx * gy if s > 1 else 1, np.uint32))
             if not self.kern.simulated:
-                self.wparams = _arr_params(self.W.device_ctypes_pointer.value,
-                                           self.plan.split * self.plan.m, self.plan.n)
-        return self.W
+                if self.W is not None:
+                    self.wparams = _arr_params(self.W.device_ctypes_pointer.value,
+                                               s * self.plan.m, self.plan.n)
+                self.tparams = _vec_params(self.T.device_ctypes_pointer.value,
+                                           self.T.shape[0])
+        return self.W, self.T
 
     def run_fast(self, pa: int, pb: int, pc: int, alpha: float, beta: float) -> None:
         """Launch on raw device pointers of C-contiguous A, B, C (fast path only)."""
         p = self.plan
         m, n, k = p.m, p.n, p.k
-        ap = _arr_params(pa, m, k)
-        bp = _arr_params(pb, k, n)
+        if self.T is None:
+            self.workspace()
         cp = _arr_params(pc, m, n)
-        if p.split > 1:
-            if self.W is None:
-                self.workspace()
-            wp = self.wparams
-            self.fast(self.cfg, ap + bp + cp + wp + (ctypes.c_float(1.0), ctypes.c_float(0.0),
-                                                     ctypes.c_uint32(p.kslice)))
-            self.rfast(self.rcfg, wp + cp + (ctypes.c_float(alpha), ctypes.c_float(beta),
-                                             ctypes.c_uint32(p.split)))
-        else:
-            self.fast(self.cfg, ap + bp + cp + cp + (ctypes.c_float(alpha),
-                                                     ctypes.c_float(beta),
-                                                     ctypes.c_uint32(p.kslice)))
+        self.fast(self.cfg, _arr_params(pa, m, k) + _arr_params(pb, k, n) + cp
+                  + (self.wparams if p.split > 1 else cp) + self.tparams
+                  + (ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_uint32(p.kslice)))
 
     def run(self, A, B, C, alpha: float, beta: float) -> None:
         """Launch on device arrays through numba's dispatcher."""
         p = self.plan
-        if p.split > 1:
-            W = self.workspace()
-            self.kern.launch(A, B, C, 1.0, 0.0, W=W, split=p.split, kslice=p.kslice,
-                             variant=self.variant)
-            reduce(W, C, alpha, beta, p.split)
-        else:
-            self.kern.launch(A, B, C, alpha, beta, split=1, kslice=p.kslice,
-                             variant=self.variant)
+        W, T = self.workspace()
+        self.kern.launch(A, B, C, alpha, beta, W=W, T=T, split=p.split, kslice=p.kslice,
+                         variant=self.variant)
 
 
 _RUNNERS: collections.OrderedDict = collections.OrderedDict()

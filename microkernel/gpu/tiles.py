@@ -39,6 +39,12 @@ WARP_SIZE = 32
 _LAYOUTS = ("vec4", "contiguous")
 
 
+#: The warp-tiled kernel's split-K arrival count in shared memory (a uint32 the block's
+#: thread 0 sets, :mod:`microkernel.gpu.simt`): 4 bytes after the 16-byte aligned
+#: stages, which ptxas (13.0, sm_90) reports as 16 more bytes per block.
+SPLIT_COUNT_BYTES = 16
+
+
 def _vec_group(t: int, layout: str) -> int:
     if layout == "contiguous":
         return t
@@ -286,10 +292,10 @@ class GpuTile:
     @property
     def smem_bytes(self) -> int:
         """Static shared memory per block, bytes (original: stages*(bk*(bm+4) +
-        bk*bn)*4; warp-tiled: see :attr:`shared_layout`)."""
+        bk*bn)*4; warp-tiled: :attr:`shared_layout` plus :data:`SPLIT_COUNT_BYTES`)."""
         lay = self.shared_layout
         if lay is not None:
-            return lay.floats * 4
+            return lay.floats * 4 + SPLIT_COUNT_BYTES
         return self.stages * (self.bk * (self.bm + A_PAD) + self.bk * self.bn) * 4
 
     @property
