@@ -92,11 +92,16 @@ def test_sve_source_is_vector_length_agnostic():
 
 
 def test_neon_a_groups_never_read_past_mr():
-    for mr in range(1, 17):
-        groups = arm._neon_a_groups(mr)
-        assert sum(rows for _, _, rows in groups) == mr
-        assert [first for _, first, _ in groups] == sorted(first for _, first, _ in groups)
-        assert all(first + rows <= mr for _, first, rows in groups)
+    from microkernel.codegen.arm_common import neon_a_groups
+    for lanes in (4, 8):                                 # fp32, fp16 vectors
+        for mr in range(1, 17):
+            groups = neon_a_groups(mr, lanes)
+            assert sum(rows for _, _, rows in groups) == mr
+            assert [first for _, first, _ in groups] == sorted(first for _, first, _ in groups)
+            assert all(first + rows <= mr for _, first, rows in groups)
+            # full vectors first, at most one half vector, then single rows
+            assert [k for k, _, _ in groups] == sorted((k for k, _, _ in groups), key="qds".index)
+            assert [k for k, _, _ in groups].count("d") <= 1
 
 
 def test_missing_tools_error_names_apt_packages():

@@ -45,8 +45,8 @@ def expected(spec: TileSpec) -> dict:
     if spec.info.form != "fma":
         out.update(_expected_typed(spec))
     if spec.isa == "neon":
-        from ..codegen.arm import _neon_a_groups
-        groups = _neon_a_groups(spec.mr)
+        from ..codegen.arm_common import neon_a_groups
+        groups = neon_a_groups(spec.mr, 4)
         out["vector_loads_per_k"] = nv + sum(g[0] == "q" for g in groups)
         out["scalar_loads_per_k"] = sum(g[0] == "d" for g in groups)
         out["broadcasts_per_k"] = sum(g[0] == "s" for g in groups)
@@ -65,11 +65,10 @@ def _expected_typed(spec: TileSpec) -> dict:
     multiply-add instructions and their flops in :mod:`.loops`' units (MACs = 32-bit
     lanes x K per lane; scalable: per vector of VL/32 lanes, SME per vector squared), the
     loads. See microkernel.codegen.arm_typed, arm_mmla, sme."""
-    from ..codegen.arm import _neon_a_groups
-    from ..codegen.arm_typed import _fp16_a_groups
+    from ..codegen.arm_common import neon_a_groups
     form, mr, nr, nv, g = spec.info.form, spec.mr, spec.nr, spec.vectors_per_row, _kgroup(spec)
     if form == "dot":
-        groups = _neon_a_groups(mr)
+        groups = neon_a_groups(mr, 4)
         return dict(fmas_per_k=mr * nv, flops_per_k=2 * 16 * mr * nv,
                     vector_loads_per_k=nv + sum(k == "q" for k, _, _ in groups),
                     scalar_loads_per_k=sum(k == "d" for k, _, _ in groups),
@@ -84,7 +83,7 @@ def _expected_typed(spec: TileSpec) -> dict:
         return dict(fmas_per_k=pairs * (nr // 2), flops_per_k=2 * 4 * g * pairs * (nr // 2),
                     vector_loads_per_k=nr // 2 + pairs, broadcasts_per_k=0)
     if form == "fma16":
-        groups = _fp16_a_groups(mr)
+        groups = neon_a_groups(mr, 8)
         wide = 2 if spec.types == "f16" else 1
         rows_el = sum(r for k, _, r in groups if k != "s")
         return dict(fmas_per_k=wide * mr * nv, flops_per_k=2 * 8 * mr * nv,

@@ -49,6 +49,7 @@ from __future__ import annotations
 from ..tile import TileSpec
 from . import common
 from .common import VectorOps, alpha_scale, emit_peak, emit_ukernel, header, symbol
+from .arm_common import NEON_A_LOADS, neon_a_groups
 
 __all__ = ["NEON", "ukernel", "peak", "nr_expr", "edge_symbol", "neon_ukernel",
            "sve_ukernel", "sve_peak", "SVE_MAX_LANES", "PEAK_CHAINS", "BARRIER"]
@@ -102,20 +103,6 @@ def edge_symbol(spec: TileSpec) -> str:
 BARRIER = '__asm__ volatile("" ::: "memory");'
 
 
-def _neon_a_groups(mr: int) -> list[tuple[str, int, int]]:
-    """How one k step's MR values of A are loaded: (kind, first row, rows) with kind
-    ``q`` (vld1q_f32, 4 rows), ``d`` (vld1_f32, 2 rows) or ``s`` (one broadcast).
-    Never reads past row MR-1 of the packed panel."""
-    groups, i = [], 0
-    while mr - i >= 4:
-        groups.append(("q", i, 4))
-        i += 4
-    if mr - i >= 2:
-        groups.append(("d", i, 2))
-        i += 2
-    if mr - i == 1:
-        groups.append(("s", i, 1))
-    return groups
 
 
 def _neon_step(spec: TileSpec, ops: VectorOps, acc, u: int, indent: str) -> list[str]:
@@ -125,14 +112,8 @@ def _neon_step(spec: TileSpec, ops: VectorOps, acc, u: int, indent: str) -> list
     lines = []
     for v in range(nv):
         lines.append(f"{indent}const float32x4_t b{v} = vld1q_f32(b + {u * nr + v * lanes});")
-    for g, (kind, first, rows) in enumerate(_neon_a_groups(mr)):
-        p = f"a + {u * mr + first}"
-        if kind == "q":
-            lines.append(f"{indent}const float32x4_t a{g} = vld1q_f32({p});")
-        elif kind == "d":
-            lines.append(f"{indent}const float32x2_t a{g} = vld1_f32({p});")
-        else:
-            lines.append(f"{indent}const float32x4_t a{g} = vld1q_dup_f32({p});")
+    for g, (kind, first, rows) in enumerate(neon_a_groups(mr, 4)):
+        lines.append(indent + NEON_A_LOADS["f32"][kind].format(g=g, p=f"a + {u * mr + first}"))
         for r in range(rows):
             i = first + r
             for v in range(nv):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..tile import TileSpec
 from .common import header, prefetch_columns, symbol
 
-__all__ = ["NEON_C", "SVE_C", "BARRIER", "c_kind", "grouped_k_loops", "neon_epilogue", "neon_kernel",
+__all__ = ["NEON_A_LOADS", "neon_a_groups", "NEON_C", "SVE_C", "BARRIER", "c_kind", "grouped_k_loops", "neon_epilogue", "neon_kernel",
            "sve_rows_store", "sve_strided", "SVE_MAX_LANES", "signature"]
 
 #: between unrolled k steps: loads may not move across it (registers may), as in arm.py
@@ -25,6 +25,38 @@ SVE_MAX_LANES = 64
 
 #: NEON intrinsics of C's element type (ACLE, Neon intrinsics: vld1q, vst1q, vdupq_n,
 #: vfmaq / vmlaq, vmulq)
+#: The A column of a by-element NEON k step, per group kind (:func:`neon_a_groups`:
+#: "q" a full vector, "d" a half, "s" one value duplicated) and element (fp32, fp16 as uint16 bits): the declaration of a{g} from
+#: the address {p}.
+NEON_A_LOADS = {
+    "f32": {"q": "const float32x4_t a{g} = vld1q_f32({p});",
+            "d": "const float32x2_t a{g} = vld1_f32({p});",
+            "s": "const float32x4_t a{g} = vld1q_dup_f32({p});"},
+    "f16": {"q": "const float16x8_t a{g} = vreinterpretq_f16_u16(vld1q_u16({p}));",
+            "d": "const float16x4_t a{g} = vreinterpret_f16_u16(vld1_u16({p}));",
+            "s": "const float16x8_t a{g} = vreinterpretq_f16_u16(vld1q_dup_u16({p}));"},
+}
+
+
+
+def neon_a_groups(mr: int, lanes: int) -> list[tuple[str, int, int]]:
+    """How one k step's MR values of A are loaded in a by-element NEON kernel of
+    ``lanes`` per vector (4 fp32, 8 fp16): (kind, first row, rows), kind ``q`` (a full
+    vector of ``lanes`` rows), ``d`` (a half vector) or ``s`` (one row, broadcast).
+    Never reads past row MR-1 of the packed panel."""
+    groups, i = [], 0
+    while mr - i >= lanes:
+        groups.append(("q", i, lanes))
+        i += lanes
+    if mr - i >= lanes // 2:
+        groups.append(("d", i, lanes // 2))
+        i += lanes // 2
+    while i < mr:
+        groups.append(("s", i, 1))
+        i += 1
+    return groups
+
+
 NEON_C = {
     "float": dict(vt="float32x4_t", ct="float", ld="vld1q_f32", st="vst1q_f32",
                   dup="vdupq_n_f32", mla="vfmaq_f32", mul="vmulq_f32", zero="0.0f",

@@ -32,8 +32,7 @@ patterns (uint16_t), K in ones (MK_GA = MK_GB = 1).
 from __future__ import annotations
 
 from . import PanelLayout
-from .arm import _neon_a_groups
-from .arm_common import neon_kernel
+from .arm_common import NEON_A_LOADS, neon_a_groups, neon_kernel
 
 __all__ = ["ukernel", "peak", "layout", "edge_symbol", "nr_expr", "PEAK_CHAINS"]
 
@@ -77,7 +76,7 @@ def _dot_ukernel(spec) -> str:
     def step(u, ind):
         lines = [f"{ind}const {f['vb']} b{v} = {f['lb']}(b + {4 * (u * nr + 4 * v)});"
                  for v in range(nv)]
-        for g, (kind, first, rows) in enumerate(_neon_a_groups(mr)):
+        for g, (kind, first, rows) in enumerate(neon_a_groups(mr, 4)):
             p = f"a + {4 * (u * mr + first)}"
             if kind == "q":
                 lines.append(f"{ind}const {f['va']} a{g} = {f['lq']}({p});")
@@ -92,7 +91,7 @@ def _dot_ukernel(spec) -> str:
         return lines
 
     pre = []
-    if any(kind == "s" for kind, _, _ in _neon_a_groups(mr)):
+    if any(kind == "s" for kind, _, _ in neon_a_groups(mr, 4)):
         pre = ["/* one row's K quad (4 bytes) in every int32 lane (memcpy: no aliasing UB) */",
                "static inline int32x4_t mk_dup_quad(const void *p)",
                "{", "    int32_t q;", "    memcpy(&q, p, 4);", "    return vdupq_n_s32(q);", "}", ""]
@@ -114,20 +113,6 @@ FMLA_LANE = """\
     __asm__("fmla %0.8h, %1.8h, %2.h[" #l "]" : "+w"(c) : "w"(b), "x"(a))"""
 
 
-def _fp16_a_groups(mr: int) -> list[tuple[str, int, int]]:
-    """A's loads for one k of fp16: 8 rows (``q``), 4 rows (``d``), single rows (``s``,
-    broadcast); never past row MR-1."""
-    groups, i = [], 0
-    while mr - i >= 8:
-        groups.append(("q", i, 8))
-        i += 8
-    if mr - i >= 4:
-        groups.append(("d", i, 4))
-        i += 4
-    while i < mr:
-        groups.append(("s", i, 1))
-        i += 1
-    return groups
 
 
 def _fp16_ukernel(spec) -> str:
@@ -145,15 +130,9 @@ def _fp16_ukernel(spec) -> str:
     def step(u, ind):
         lines = [f"{ind}const float16x8_t b{v} = vreinterpretq_f16_u16(vld1q_u16(b + {u * nr + 8 * v}));"
                  for v in range(nv)]
-        for g, (kind, first, rows) in enumerate(_fp16_a_groups(mr)):
-            p = f"a + {u * mr + first}"
+        for g, (kind, first, rows) in enumerate(neon_a_groups(mr, 8)):
             form = {"q": fq[0], "d": fq[1], "s": fq[2]}[kind]
-            if kind == "q":
-                lines.append(f"{ind}const float16x8_t a{g} = vreinterpretq_f16_u16(vld1q_u16({p}));")
-            elif kind == "d":
-                lines.append(f"{ind}const float16x4_t a{g} = vreinterpret_f16_u16(vld1_u16({p}));")
-            else:
-                lines.append(f"{ind}const float16x8_t a{g} = vreinterpretq_f16_u16(vld1q_dup_u16({p}));")
+            lines.append(ind + NEON_A_LOADS["f16"][kind].format(g=g, p=f"a + {u * mr + first}"))
             for r in range(rows):
                 i = first + r
                 for v in range(nv):

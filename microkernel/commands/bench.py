@@ -15,10 +15,16 @@ from .. import stats
 from .common import (UsageError, check_threads, console, nonneg_float, output_path,
                      positive_int, positive_ints, write_json)
 
-__all__ = ["add_arguments", "run", "DTYPES", "resolve_dtype", "resolve_peers"]
+__all__ = ["add_arguments", "run", "DTYPES", "add_dtype_argument", "resolve_dtype",
+           "resolve_peers"]
 
 #: the --dtype choices of bench, compare and sweep (microkernel.dtypes.TYPES)
 DTYPES = ("f32", "bf16", "f16", "f16h", "s8s8", "u8s8", "u8u8")
+
+
+def add_dtype_argument(p, help_: str) -> None:
+    """``--dtype`` (one of :data:`DTYPES`, default None) of bench, compare and sweep."""
+    p.add_argument("--dtype", choices=DTYPES, default=None, help=help_)
 
 
 def resolve_dtype(dtype, kernels) -> str:
@@ -65,11 +71,10 @@ def add_arguments(p) -> None:
     p.add_argument("--blocking", type=blocking_arg, metavar="kc=N,mc=N,nc=N,chunks=N",
                    help="override the model's gemm() blocking (any of KC, MC, NC in elements; "
                         "chunks: a team's rows per thread, 0 a fixed share)")
-    p.add_argument("--dtype", choices=DTYPES, default=None,
-                   help="input types (microkernel.dtypes): bf16, f16, f16h (fp16 accumulation), "
-                   "s8s8, u8s8, u8u8; default: the first --kernel's, else f32. Kernels of "
-                   "those types, each against its own instruction's peak; gemm() on operands "
-                   "of that type against the peers on them")
+    add_dtype_argument(p, "input types (microkernel.dtypes): bf16, f16, f16h (fp16 "
+                       "accumulation), s8s8, u8s8, u8u8; default: the first --kernel's, else "
+                       "f32. Kernels of those types, each against its own instruction's peak; "
+                       "gemm() on operands of that type against the peers on them")
     p.add_argument("--json", metavar="PATH", help="save results (every sample) as JSON")
 
 

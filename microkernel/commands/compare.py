@@ -25,7 +25,7 @@ from rich import box
 from rich.table import Table
 
 from .. import stats
-from .bench import DTYPES, resolve_dtype, resolve_peers
+from .bench import add_dtype_argument, resolve_dtype, resolve_peers
 from .common import (Progress, UsageError, check_threads, console, fraction, nonneg_float, output_path,
                      positive_int, write_json)
 
@@ -51,10 +51,9 @@ def add_arguments(p) -> None:
     p.add_argument("--margin", type=fraction, default=0.03,
                    help="speed difference below which contenders tie (default 3%%)")
     p.add_argument("--peers", help="reference libraries (default: every one installed)")
-    p.add_argument("--dtype", choices=DTYPES, default=None,
-                   help="input types of the operands (bf16, f16, f16h, s8s8, u8s8, u8u8; "
-                   "default: the first contender's); peers on that dtype: numpy on the "
-                   "float32 upcast, torch on the native dtype where it has a GEMM for it")
+    add_dtype_argument(p, "input types of the operands (bf16, f16, f16h, s8s8, u8s8, u8u8; "
+                       "default: the first contender's); peers on that dtype: numpy on the "
+                       "float32 upcast, torch on the native dtype where it has a GEMM for it")
     p.add_argument("--pause", type=nonneg_float, default=None,
                    help="seconds to sleep before each sample (default 0.3 with several "
                    "threads, so that the workers other runtimes leave spinning after a call "

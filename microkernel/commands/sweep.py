@@ -12,7 +12,7 @@ from rich.table import Table
 
 from .. import stats
 from ..tile import ISAS
-from .bench import DTYPES
+from .bench import add_dtype_argument
 from .common import (Progress, UsageError, check_threads, console, fraction, need_matplotlib,
                      nonneg_float, output_path, positive_int, positive_ints, python_command,
                      write_json)
@@ -50,11 +50,10 @@ def add_arguments(p) -> None:
                    "(default per ISA, e.g. sapphirerapids, znver3, neoverse-v2)")
     p.add_argument("--blocking", action="store_true",
                    help="also race KC/MC/NC around the model's choice for the leader")
-    p.add_argument("--dtype", choices=DTYPES, default=None,
-                   help="input types of the tiles and operands (bf16, f16, f16h, s8s8, "
-                   "u8s8, u8u8; default f32, or the --isa's own): without --isa, the ISA "
-                   "of gemm()'s kernel for them here (amx, avx512bf16, ... or the widening "
-                   "avx512 / avx2 tiles)")
+    add_dtype_argument(p, "input types of the tiles and operands (bf16, f16, f16h, s8s8, "
+                       "u8s8, u8u8; default f32, or the --isa's own): without --isa, the ISA "
+                       "of gemm()'s kernel for them here (amx, avx512bf16, ... or the widening "
+                       "avx512 / avx2 tiles)")
     p.add_argument("--json", metavar="PATH", help="save everything (every sample) as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of the verdict")
     p.add_argument("--gpu", action="store_true",

@@ -237,24 +237,18 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
 
     def stores(oa: str, ob: str):
         """xa*/xb* into the shared stage at offsets oa (A) and ob (B)."""
-        for p in range(PA):
-            guard = A4 % NT and p == PA - 1
-            if guard:
-                s(f"if sva{p}:")
-                s.ind += 1
-            for c in range(4):
-                s(f"As[{oa} + sa{p} + {u(c * lay.a_row)}] = xa{p}_{c}")
-            if guard:
-                s.ind -= 1
-        for p in range(PB):
-            guard = B4 % NT and p == PB - 1
-            if guard:
-                s(f"if svb{p}:")
-                s.ind += 1
-            for c in range(4):
-                s(f"Bs[{ob} + sb{p} + {u(c)}] = xb{p}_{c}")
-            if guard:
-                s.ind -= 1
+        a_dst = lambda p, c: f"As[{oa} + sa{p} + {u(c * lay.a_row)}]"  # noqa: E731
+        b_dst = lambda p, c: f"Bs[{ob} + sb{p} + {u(c)}]"  # noqa: E731
+        for x, n, total, dst in (("a", PA, A4, a_dst), ("b", PB, B4, b_dst)):
+            for p in range(n):
+                guard = total % NT and p == n - 1     # a last pass not every thread has
+                if guard:
+                    s(f"if sv{x}{p}:")
+                    s.ind += 1
+                for c in range(4):
+                    s(f"{dst(p, c)} = x{x}{p}_{c}")
+                if guard:
+                    s.ind -= 1
 
     def frag(k: int, slot: int):
         if loops:
@@ -342,6 +336,27 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
         s("rbase = z * M")
         s("al = F1")
         s("be = F0")
+
+    def put4(v):
+        """Four accumulators v into X (C, or the split's rows of W) at (r, c..c+3)."""
+        s("e = uint32((rbase + r) * N + c)")
+        s("if be == 0:                 # C is not read")
+        with s.block():
+            s("st4(X, e, " + ", ".join(f"al * {x}" for x in v) + ")")
+        s("else:")
+        with s.block():
+            s("o0, o1, o2, o3 = ld4(X, e)")
+            s("st4(X, e, " + ", ".join(f"al * {x} + be * o{d}" for d, x in enumerate(v)) + ")")
+
+    def put1(x):
+        """One accumulator x into X at (r, c)."""
+        s("if be == 0:")
+        with s.block():
+            s(f"X[rbase + r, c] = al * {x}")
+        s("else:")
+        with s.block():
+            s(f"X[rbase + r, c] = al * {x} + be * X[rbase + r, c]")
+
     if loops:
         s(f"for i in range({uTM}):")
         with s.block():
@@ -355,28 +370,14 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
                         s(f"c = col0 + bn + (j // {uGN}) * {uSN} + j % {uGN}")
                         s("if c < N:")
                         with s.block():
-                            s("e = uint32((rbase + r) * N + c)")
-                            v = [f"acc[i, j + {u(d)}]" if d else "acc[i, j]" for d in range(4)]
-                            s("if be == 0:             # C is not read")
-                            with s.block():
-                                s("st4(X, e, " + ", ".join(f"al * {x}" for x in v) + ")")
-                            s("else:")
-                            with s.block():
-                                s("o0, o1, o2, o3 = ld4(X, e)")
-                                s("st4(X, e, " + ", ".join(
-                                    f"al * {x} + be * o{d}" for d, x in enumerate(v)) + ")")
+                            put4([f"acc[i, j + {u(d)}]" if d else "acc[i, j]" for d in range(4)])
                 else:
                     s(f"for j in range({uTN}):")
                     with s.block():
                         s(f"c = col0 + bn + (j // {uGN}) * {uSN} + j % {uGN}")
                         s("if c < N:")
                         with s.block():
-                            s("if be == 0:")
-                            with s.block():
-                                s("X[rbase + r, c] = al * acc[i, j]")
-                            s("else:")
-                            with s.block():
-                                s("X[rbase + r, c] = al * acc[i, j] + be * X[rbase + r, c]")
+                            put1("acc[i, j]")
     else:
         for i in range(t.tm):
             s(f"r = row0 + am + {u(rows[i])}")
@@ -387,27 +388,13 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
                         s(f"c = col0 + bn + {u(cols[j0])}")
                         s("if c < N:")
                         with s.block():
-                            s("e = uint32((rbase + r) * N + c)")
-                            v = [f"acc{i}_{j0 + d}" for d in range(4)]
-                            s("if be == 0:                 # C is not read")
-                            with s.block():
-                                s("st4(X, e, " + ", ".join(f"al * {x}" for x in v) + ")")
-                            s("else:")
-                            with s.block():
-                                s("o0, o1, o2, o3 = ld4(X, e)")
-                                s("st4(X, e, " + ", ".join(
-                                    f"al * {x} + be * o{d}" for d, x in enumerate(v)) + ")")
+                            put4([f"acc{i}_{j0 + d}" for d in range(4)])
                 else:
                     for j in range(t.tn):
                         s(f"c = col0 + bn + {u(cols[j])}")
                         s("if c < N:")
                         with s.block():
-                            s("if be == 0:")
-                            with s.block():
-                                s(f"X[rbase + r, c] = al * acc{i}_{j}")
-                            s("else:")
-                            with s.block():
-                                s(f"X[rbase + r, c] = al * acc{i}_{j} + be * X[rbase + r, c]")
+                            put1(f"acc{i}_{j}")
     _last_block_reduces(s, u, t, vec)
     name = f"sgemm_{t.name}" + ("" if vec else "_scalar")
     head = f"def {name}(A, B, C, W, T, alpha, beta, kslice):\n"
@@ -461,7 +448,8 @@ def _last_block_reduces(s, u, t: GpuTile, vec: bool) -> None:
 
                     def load(name, z):
                         if vec:
-                            s(f"{name}0, {name}1, {name}2, {name}3 = ld4(W, uint32(({z}) * MN + e))")
+                            s(f"{name}0, {name}1, {name}2, {name}3 = "
+                              f"ld4(W, uint32(({z}) * MN + e))")
                         else:
                             s(f"{name}0 = W[({z}) * M + rr, cc]")
 
