@@ -941,7 +941,9 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
             const int64_t ways = (int64_t)nt * (chunks > 0 ? chunks : 1);
             const int64_t chunk = mk_min(mc_blk, (panels + ways - 1) / ways * mr);
             const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn,
-                                    chunks > 0 && gtn == 1 ? &next_chunk : NULL, chunk};
+                                    chunks > 0 && gtn == 1 && nt > 1 ? &next_chunk : NULL,
+                                    chunk};     /* a team of one (OMP_THREAD_LIMIT=1) has
+                                                   no barriers to reset the counter */
             char *mine = ws + b_shared + per_thread * (size_t)t;
             mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
                      beta, c, rs_c, cs_c, (MK_TA *)mine, (MK_TB *)ws,

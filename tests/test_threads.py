@@ -49,14 +49,17 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1", "team square",
-                                  "slices"])
+                                  "team limit=1", "slices"])
 def test_each_thread_decomposition_is_correct(mode, tmp_path):
     # "team": dynamic rows (chunks from a counter, 4 per thread); "team static": each
     # thread a fixed share; "team chunks=1": one chunk per thread (the counter's
-    # last-chunk edge); "team square": the grid of MICROKERNEL_TEAM_GRID=square
+    # last-chunk edge); "team square": the grid of MICROKERNEL_TEAM_GRID=square; "team
+    # limit=1": OMP_THREAD_LIMIT=1 gives the team one thread whatever is asked
     env = {**os.environ, "MICROKERNEL_THREADING": mode.split()[0],
            "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows",
            "CHUNKS": "0" if mode.endswith("static") else "1" if mode.endswith("chunks=1") else "4"}
+    if mode.endswith("limit=1"):
+        env["OMP_THREAD_LIMIT"] = "1"
     res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                          env=env, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
