@@ -380,8 +380,12 @@ class SgemmKernel:
         cuda = _import_cuda()
         if split > 1 and W is None:
             W = cuda.device_array((split * m, n), np.float32)
-        if T is None:
-            T = cuda.to_device(np.zeros(gx * gy if split > 1 else 1, np.uint32))
+        if T is None and split > 1:
+            T = cuda.to_device(np.zeros(gx * gy, np.uint32))
+        elif T is None:                    # not read: one array for every such call
+            T = self.__dict__.get("_t1")
+            if T is None:
+                T = self._t1 = cuda.to_device(np.zeros(1, np.uint32))
         disp[(gx, gy, split), self.tile.threads, stream](
             A, B, C, C if W is None else W, T, np.float32(alpha), np.float32(beta),
             np.uint32(kslice))
