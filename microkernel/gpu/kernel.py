@@ -377,15 +377,10 @@ class SgemmKernel:
         if kslice is None:
             kslice = max(bk, -(-k // (split * bk)) * bk)
         disp = self.variants[variant or self.variant_for(A, B, C)]
-        cuda = _import_cuda()
-        if split > 1 and W is None:
-            W = cuda.device_array((split * m, n), np.float32)
-        if T is None and split > 1:
-            T = cuda.to_device(np.zeros(gx * gy, np.uint32))
-        elif T is None:                    # not read: one array for every such call
-            T = self.__dict__.get("_t1")
-            if T is None:
-                T = self._t1 = cuda.to_device(np.zeros(1, np.uint32))
+        if T is None or (split > 1 and W is None):
+            from .launch import split_buffers
+            w, t = split_buffers(self.tile, m, n, split)
+            W, T = (w if W is None else W), (t if T is None else T)
         disp[(gx, gy, split), self.tile.threads, stream](
             A, B, C, C if W is None else W, T, np.float32(alpha), np.float32(beta),
             np.uint32(kslice))

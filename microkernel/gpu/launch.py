@@ -57,7 +57,7 @@ from .tiles import DEFAULT_TILE, GpuTile
 __all__ = ["LaunchPlan", "plan_launch", "AUTO_TILES", "runner", "Runner", "clear_plans",
            "MAX_SPLIT", "MIN_KSLICE", "CLOCK_HZ", "SM_EFFICIENCY",
            "SATURATION_WARPS", "ROUND_OVERHEAD_S", "REDUCE_LAUNCH_S", "DRAM_BYTES_PER_S",
-           "WORKSPACE_LIMIT", "TIE", "TILE_RATE", "tile_rate", "render_plans"]
+           "WORKSPACE_LIMIT", "TIE", "TILE_RATE", "tile_rate", "render_plans", "split_buffers"]
 
 #: SM clock of the model (H200 boost clock, nvidia-smi ``clocks.max.sm``: 1980 MHz).
 CLOCK_HZ = 1.98e9
@@ -322,6 +322,25 @@ class _FastLauncher:
         self._launch(self.stream, config, self.kernel, *params)
 
 
+_ONE_COUNT: list = []    # the count array of every unsplit launch (never read)
+
+
+def split_buffers(tile: GpuTile, m: int, n: int, split: int) -> tuple:
+    """(W, T) for a launch of ``tile`` on an m x n C split ``split`` ways: the
+    workspace ((split*m) x n float32; None when not split) and the tile counts
+    (uint32 zeros, one per block tile; when not split the kernel does not read
+    them, and one 1-element array serves every such launch)."""
+    from .kernel import _import_cuda
+    cuda = _import_cuda()
+    if split == 1:
+        if not _ONE_COUNT:
+            _ONE_COUNT.append(cuda.to_device(np.zeros(1, np.uint32)))
+        return None, _ONE_COUNT[0]
+    gx, gy = tile.grid(m, n)
+    return (cuda.device_array((split * m, n), np.float32),
+            cuda.to_device(np.zeros(gx * gy, np.uint32)))
+
+
 def _vec_params(ptr: int, size: int) -> tuple:
     """numba's kernel parameters for a contiguous uint32 vector of ``size``."""
     return (0, 0, size, 4, ptr, size, 4)
@@ -357,16 +376,12 @@ class Runner:
         tile counts (uint32 zeros, one per block tile; one when not split), allocated
         once per runner."""
         if self.T is None:
-            from .kernel import _import_cuda
-            cuda = _import_cuda()
-            gx, gy, s = self.plan.grid
-            if s > 1:
-                self.W = cuda.device_array((s * self.plan.m, self.plan.n), np.float32)
-            self.T = cuda.to_device(np.zeros(gx * gy if s > 1 else 1, np.uint32))
+            p = self.plan
+            self.W, self.T = split_buffers(p.tile, p.m, p.n, p.split)
             if not self.kern.simulated:
                 if self.W is not None:
                     self.wparams = _arr_params(self.W.device_ctypes_pointer.value,
-                                               s * self.plan.m, self.plan.n)
+                                               p.split * p.m, p.n)
                 self.tparams = _vec_params(self.T.device_ctypes_pointer.value,
                                            self.T.shape[0])
         return self.W, self.T
