@@ -16,10 +16,20 @@ import os
 from . import build, codegen
 from .tile import TileSpec
 
-CDEF = """
+#: What both module kinds declare: the blocking (c_src/mk_ukernel.h), MR, NR ...
+_CDEF_HEAD = """
 typedef struct { int64_t kc, mc, nc, chunks; } mk_blocking;
 int64_t mk_mr(void);
 int64_t mk_nr(void);
+"""
+#: ... and the L1 timing, the FMA peak, the workspace held.
+_CDEF_TAIL = """
+double mk_time_ukernel(int64_t kc, int64_t reps);
+double mk_fma_peak(int64_t iters, double *flops);
+int64_t mk_workspace_bytes(void);
+"""
+
+CDEF = _CDEF_HEAD + """
 void mk_ukernel(int64_t kc, const float *alpha, const float *a, const float *b,
                 const float *beta, float *c, int64_t rs_c, int64_t cs_c);
 int mk_gemm(int64_t m, int64_t n, int64_t k, float alpha,
@@ -27,19 +37,13 @@ int mk_gemm(int64_t m, int64_t n, int64_t k, float alpha,
             const float *b, int64_t rs_b, int64_t cs_b,
             float beta, float *c, int64_t rs_c, int64_t cs_c,
             const mk_blocking *blk, int nthreads);
-double mk_time_ukernel(int64_t kc, int64_t reps);
-double mk_fma_peak(int64_t iters, double *flops);
-int64_t mk_workspace_bytes(void);
-"""
+""" + _CDEF_TAIL
 
 #: The typed modules' entry points (a typed tile: microkernel.dtypes): the same as CDEF's
 #: with every operand and scalar behind a void pointer of the tile's types (A and B in
 #: their storage types, alpha, beta and C of C's type), and the micro-kernel on packed
 #: panels of the panel types.
-CDEF_TYPED = """
-typedef struct { int64_t kc, mc, nc, chunks; } mk_blocking;
-int64_t mk_mr(void);
-int64_t mk_nr(void);
+CDEF_TYPED = _CDEF_HEAD + """
 int64_t mk_kgroup(void);
 void mk_ukernel_t(int64_t kc, const void *alpha, const void *a, const void *b,
                   const void *beta, void *c, int64_t rs_c, int64_t cs_c);
@@ -48,10 +52,7 @@ int mk_gemm_t(int64_t m, int64_t n, int64_t k, const void *alpha,
               const void *b, int64_t rs_b, int64_t cs_b,
               const void *beta, void *c, int64_t rs_c, int64_t cs_c,
               const mk_blocking *blk, int nthreads);
-double mk_time_ukernel(int64_t kc, int64_t reps);
-double mk_fma_peak(int64_t iters, double *flops);
-int64_t mk_workspace_bytes(void);
-"""
+""" + _CDEF_TAIL
 
 #: The start of both glue templates (GLUE, GLUE_TYPED): the specialisation, the driver
 #: and timing sources, the micro-kernel's descriptor, MR and NR.
