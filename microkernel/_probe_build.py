@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pathlib
 import platform
+import re
 
 import cffi
 
@@ -37,54 +38,17 @@ else:
 #: every flag of the probe's compile: optimisation plus the architecture's baseline
 CFLAGS: tuple[str, ...] = ("-O2",) + BASELINE
 
-#: The C declarations cffi sees: mirrors c_src/probe.h.
-CDEF = """
-#define MK_ARCH_OTHER   0
-#define MK_ARCH_X86_64  1
-#define MK_ARCH_AARCH64 2
+#: a preprocessor line of probe.h that cffi's cdef takes: an integer constant
+_CDEF_DEFINE = re.compile(r"#\s*define\s+\w+\s+\d+\s*$")
 
-typedef struct { uint32_t eax, ebx, ecx, edx; } mk_cpuid_regs;
 
-typedef struct {
-    mk_cpuid_regs leaf0, leaf1, leaf7_0, leaf7_1, ext0;
-    mk_cpuid_regs brand[3];
-} mk_x86_regs;
-
-typedef struct {
-    int arch;
-    char vendor[16];
-    char model_name[64];
-    int family, model, stepping;
-    int sse2, osxsave, avx, fma, f16c, hypervisor;
-    int avx2, avx512f, avx512dq, avx512bw, avx512vl, avx512_vnni;
-    int avx512_bf16, avx512_fp16, amx_tile;
-    uint64_t xcr0;
-    int os_ymm, os_zmm, os_amx;
-    int amx_bf16, amx_int8;
-    int amx_permitted;
-    uint64_t hwcap, hwcap2, midr;
-    int neon, sve, sve2;
-    int sve_vector_bits;
-    int asimdhp, asimddp, asimdfhm, i8mm, bf16, svei8mm, svebf16;
-    int sme, sme_i8i32, sme_f16f32, sme_b16f32, sme_f32f32;
-    int sme_vector_bits;
-    int usable_avx2, usable_avx512, usable_neon, usable_sve;
-    int usable_avx512bf16, usable_avx512fp16, usable_avx512vnni, usable_amx;
-    int usable_neondot, usable_neoni8mm, usable_neonbf16, usable_neonfp16;
-    int usable_svei8mm, usable_svebf16, usable_sme;
-} mk_cpu_features;
-
-int mk_probe_decode_x86(const mk_x86_regs *regs, uint64_t xcr0, mk_cpu_features *out);
-int mk_probe_decode_x86_amx(const mk_x86_regs *regs, uint64_t xcr0, int amx_permitted,
-                            mk_cpu_features *out);
-int mk_probe_decode_arm(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
-                        uint64_t midr, mk_cpu_features *out);
-int mk_probe_decode_arm2(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
-                         uint32_t sme_vl_bytes, uint64_t midr, mk_cpu_features *out);
-int mk_probe_read_x86(mk_x86_regs *regs, uint64_t *xcr0);
-int mk_probe_request_amx(void);
-int mk_probe(mk_cpu_features *out);
-"""
+def cdef_text(header: str) -> str:
+    """The declarations cffi sees, read from the text of c_src/probe.h: the header
+    less its preprocessor lines (include guard, ``#include <stdint.h>``: cffi knows
+    the fixed-width types) but for the integer ``#define`` constants; cffi's own
+    parser drops the comments."""
+    return "\n".join(line for line in header.splitlines()
+                     if not line.lstrip().startswith("#") or _CDEF_DEFINE.match(line.strip()))
 
 
 def source_text() -> str:
@@ -97,6 +61,11 @@ def source_text() -> str:
     Raises FileNotFoundError when c_src/ is not next to the package.
     """
     return (C_SRC / "probe.h").read_text() + "\n" + (C_SRC / "probe.c").read_text()
+
+
+#: The C declarations cffi sees: those of c_src/probe.h, read from it (one statement
+#: of the struct layout and the entry points, so the two cannot drift apart).
+CDEF = cdef_text((C_SRC / "probe.h").read_text())
 
 
 def make_ffibuilder(module_name: str = MODULE_NAME) -> cffi.FFI:
