@@ -242,6 +242,13 @@ def _row_step(tile: MmaTile, op: str) -> int:
     return tile.threads // cpr
 
 
+def _swizzled_row(ind: str, op: str, var: str, row: str) -> list:
+    """Lines that set ``var`` to row ``row`` of operand ``op``'s stage slice and ``x`` to
+    that row's XOR swizzle (the chunk term of :meth:`SmemLayout.offset`)."""
+    return [f"{ind}{var} = uint32({row})",
+            f"{ind}x = uint32((({var} >> {op}_SH) * {op}_MUL) & {op}_MASK)"]
+
+
 def _frag_load_src(tile: MmaTile, kk: int, fs: int, ind: str, inv: dict) -> list:
     """Fragments of k step ``kk`` from stage offset ``rs`` into register set ``fs``."""
     L = []
@@ -249,8 +256,7 @@ def _frag_load_src(tile: MmaTile, kk: int, fs: int, ind: str, inv: dict) -> list
         if inv["a_mi"]:
             addr = f"rs + al{kk} + u({mi * 16 * tile.a_layout.stride})"
         else:
-            L.append(f"{ind}r = uint32(wr + u({mi * 16}) + lrow)")
-            L.append(f"{ind}x = uint32(((r >> A_SH) * A_MUL) & A_MASK)")
+            L += _swizzled_row(ind, "A", "r", f"wr + u({mi * 16}) + lrow")
             addr = f"rs + r * A_STRIDE + (((u({2 * kk}) + lhi) ^ x) << u(4))"
         L.append(f"{ind}a{fs}_{mi}_0, a{fs}_{mi}_1, a{fs}_{mi}_2, a{fs}_{mi}_3 = ldsm(sm, {addr})")
         if tile.precision == "tf32":
@@ -262,8 +268,7 @@ def _frag_load_src(tile: MmaTile, kk: int, fs: int, ind: str, inv: dict) -> list
                 if inv["b_kk"]:
                     addr = f"rs + B_BASE + bl{ni} + u({(kk * 8 + 4 * j) * tile.b_layout.stride})"
                 else:
-                    L.append(f"{ind}k = uint32(u({kk * 8 + 4 * j}) + t)")
-                    L.append(f"{ind}x = uint32(((k >> B_SH) * B_MUL) & B_MASK)")
+                    L += _swizzled_row(ind, "B", "k", f"u({kk * 8 + 4 * j}) + t")
                     L.append(f"{ind}nb = uint32((wc + u({ni * 8}) + g) * u(4))")
                     addr = ("rs + B_BASE + k * B_STRIDE + (((nb >> u(4)) ^ x) << u(4))"
                             " + (nb & u(15))")
@@ -273,8 +278,7 @@ def _frag_load_src(tile: MmaTile, kk: int, fs: int, ind: str, inv: dict) -> list
             if inv["b_kk"]:
                 addr = f"rs + B_BASE + bl{p} + u({kk * 16 * tile.b_layout.stride})"
             else:
-                L.append(f"{ind}k = uint32(u({kk * 16}) + lrow)")
-                L.append(f"{ind}x = uint32(((k >> B_SH) * B_MUL) & B_MASK)")
+                L += _swizzled_row(ind, "B", "k", f"u({kk * 16}) + lrow")
                 L.append(f"{ind}ch = uint32((wc + u({p * 16}) + u(8) * lhi) * ES // SIXTEEN)")
                 addr = "rs + B_BASE + k * B_STRIDE + ((ch ^ x) << u(4))"
             L.append(f"{ind}b{fs}_{2 * p}_0, b{fs}_{2 * p}_1, b{fs}_{2 * p + 1}_0, "
@@ -366,20 +370,16 @@ def _lane_offsets_src(tile: MmaTile, inv: dict) -> str:
 def _copy_setup_src(tile: MmaTile) -> str:
     """Per-thread offsets of its first chunk (fast path) and the slice steps."""
     L = []
-    if _strided(tile, "A"):
-        L += ["    r = uint32(tid // A_CPR)", "    c = uint32(tid % A_CPR)",
-              "    a_s = uint32(r * A_STRIDE + ((c ^ (((r >> A_SH) * A_MUL) & A_MASK)) << u(4)))",
-              "    a_g = (uint64(row0 + r) * lda + uint64(c * CE)) * uint64(ES)",
-              f"    a_gstep = uint64({_row_step(tile, 'A')}) * lda * uint64(ES)"]
-    else:
-        L.append("    a_g = uint64(0)")
-    if _strided(tile, "B"):
-        L += ["    r = uint32(tid // B_CPR)", "    c = uint32(tid % B_CPR)",
-              "    b_s = uint32(r * B_STRIDE + ((c ^ (((r >> B_SH) * B_MUL) & B_MASK)) << u(4)))",
-              "    b_g = (uint64(r) * ldb + uint64(col0 + c * CE)) * uint64(ES)",
-              f"    b_gstep = uint64({_row_step(tile, 'B')}) * ldb * uint64(ES)"]
-    else:
-        L.append("    b_g = uint64(0)")
+    for op, row, col in (("A", "row0 + r", "c * CE"), ("B", "r", "col0 + c * CE")):
+        x = op.lower()
+        if _strided(tile, op):
+            L += [f"    r = uint32(tid // {op}_CPR)", f"    c = uint32(tid % {op}_CPR)",
+                  f"    {x}_s = uint32(r * {op}_STRIDE"
+                  f" + ((c ^ (((r >> {op}_SH) * {op}_MUL) & {op}_MASK)) << u(4)))",
+                  f"    {x}_g = (uint64({row}) * ld{x} + uint64({col})) * uint64(ES)",
+                  f"    {x}_gstep = uint64({_row_step(tile, op)}) * ld{x} * uint64(ES)"]
+        else:
+            L.append(f"    {x}_g = uint64(0)")
     L.append("    b_kstep = uint64(BK) * ldb * uint64(ES)")
     return "\n".join(L)
 
