@@ -265,29 +265,14 @@ def sve_ukernel(spec: TileSpec) -> str:
 def sve_peak(chains: int = PEAK_CHAINS["sve"]) -> str:
     """The SVE FMA peak loop: ``chains`` independent ``fmla`` chains at the run-time
     VL; ``*flops = 2 * svcntw() * chains * iters``."""
-    out = [f"/* FMA peak loop for sve: {chains} independent FMA chains at the run-time VL. */"]
-    out += [f"#include <{h}>" for h in ("stdint.h", "time.h", "arm_sve.h")]
-    out.append("double mk_fma_peak(int64_t iters, double *flops)")
-    out.append("{")
-    out.append("    const svbool_t pg = svptrue_b32();")
-    out.append("    const svfloat32_t x = svdup_n_f32(0.999999f);")
-    out.append("    const svfloat32_t y = svdup_n_f32(1e-7f);")
-    for j in range(chains):
-        out.append(f"    svfloat32_t s{j} = svdup_n_f32({j}.0f);")
-    out.append("    struct timespec t0, t1;")
-    out.append("    clock_gettime(CLOCK_MONOTONIC, &t0);")
-    out.append("    for (int64_t it = 0; it < iters; ++it) {")
-    for j in range(chains):
-        out.append(f"        s{j} = svmla_f32_x(pg, y, s{j}, x);")
-    out.append("    }")
-    out.append("    clock_gettime(CLOCK_MONOTONIC, &t1);")
-    out.append(f"    float sink[{SVE_MAX_LANES}];")
-    out.append("    svfloat32_t s = s0;")
-    for j in range(1, chains):
-        out.append(f"    s = svmla_f32_x(pg, s, s{j}, x);")
-    out.append("    svst1_f32(pg, sink, s);")
-    out.append("    volatile float keep = sink[0]; (void)keep;")
-    out.append(f"    *flops = 2.0 * (double)svcntw() * {chains} * (double)iters;")
-    out.append("    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);")
-    out.append("}")
-    return "\n".join(out) + "\n"
+    setup = ["    const svbool_t pg = svptrue_b32();",
+             "    const svfloat32_t x = svdup_n_f32(0.999999f);",
+             "    const svfloat32_t y = svdup_n_f32(1e-7f);"]
+    setup += [f"    svfloat32_t s{j} = svdup_n_f32({j}.0f);" for j in range(chains)]
+    finish = [f"    float sink[{SVE_MAX_LANES}];", "    svfloat32_t s = s0;"]
+    finish += [f"    s = svmla_f32_x(pg, s, s{j}, x);" for j in range(1, chains)]
+    finish += ["    svst1_f32(pg, sink, s);", "    volatile float keep = sink[0]; (void)keep;"]
+    return common.peak_source(
+        f"FMA peak loop for sve: {chains} independent FMA chains at the run-time VL.",
+        ("arm_sve.h",), setup, chains, "svmla_f32_x(pg, y, {s}, x)", finish,
+        f"2.0 * (double)svcntw() * {chains} * (double)iters")

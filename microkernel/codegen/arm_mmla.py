@@ -233,43 +233,36 @@ def peak(isa: str, types: str | None = None) -> str:
     macs = 32 if o["g"] == 8 else 16
     fl = "float" if types == "bf16" else "int32_t"
     chains = PEAK_CHAINS
-    out = [f"/* peak loop for {isa} {types}: {chains} independent matrix multiply-accumulate chains. */",
-           "#include <stdint.h>", "#include <time.h>",
-           "#include <arm_sve.h>" if sve else "#include <arm_neon.h>",
-           "double mk_fma_peak(int64_t iters, double *flops)", "{",
-           # the operands come from memory: GCC 12 folds bf16 vector constants wrongly
-           "    static volatile uint8_t src[256];",
-           "    uint8_t buf[256];",
-           "    for (int i = 0; i < 256; ++i) buf[i] = src[i];"]
+    # the operands come from memory: GCC 12 folds bf16 vector constants wrongly
+    setup = ["    static volatile uint8_t src[256];",
+             "    uint8_t buf[256];",
+             "    for (int i = 0; i < 256; ++i) buf[i] = src[i];"]
     if sve:
         vt = "svfloat32_t" if fl == "float" else "svint32_t"
         sfx = "f32" if fl == "float" else "s32"
         opnd = o["sla"].format(p=f"({o['ea']} *)buf")
-        out += [f"    const {o['sa']} x = {opnd};",
-                f"    const {o['sb']} y = " + o["slb"].format(p=f"({o['eb']} *)buf", v=0) + ";"]
-        out += [f"    {vt} s{j} = svdup_n_{sfx}({j});" for j in range(chains)]
+        setup += [f"    const {o['sa']} x = {opnd};",
+                  f"    const {o['sb']} y = " + o["slb"].format(p=f"({o['eb']} *)buf", v=0) + ";"]
+        setup += [f"    {vt} s{j} = svdup_n_{sfx}({j});" for j in range(chains)]
         op = o["smm"]
+        finish = [f"    {vt} s = s0;"]
+        finish += [f"    s = svadd_{sfx}_x(svptrue_b32(), s, s{j});" for j in range(1, chains)]
+        finish += [f"    {fl} sink[64];", f"    svst1_{sfx}(svptrue_b32(), sink, s);"]
+        flops = f"2.0 * {macs} * ((double)svcntw() / 4) * {chains} * (double)iters"
     else:
         vt = "float32x4_t" if fl == "float" else "int32x4_t"
-        out += [f"    const {o['va']} x = " + o["la"].format(p=f"({o['ea']} *)buf") + ";",
-                f"    const {o['vb']} y = " + o["lb"].format(p=f"({o['eb']} *)(buf + 16)") + ";"]
+        setup += [f"    const {o['va']} x = " + o["la"].format(p=f"({o['ea']} *)buf") + ";",
+                  f"    const {o['vb']} y = " + o["lb"].format(p=f"({o['eb']} *)(buf + 16)") + ";"]
         init = "vdupq_n_f32({j}.0f)" if fl == "float" else "vdupq_n_s32({j})"
-        out += [f"    {vt} s{j} = {init.format(j=j)};" for j in range(chains)]
+        setup += [f"    {vt} s{j} = {init.format(j=j)};" for j in range(chains)]
         op = o["mm"]
-    out += ["    struct timespec t0, t1;", "    clock_gettime(CLOCK_MONOTONIC, &t0);",
-            "    for (int64_t it = 0; it < iters; ++it) {"]
-    out += [f"        s{j} = {op.format(c=f's{j}', a='x', b='y')};" for j in range(chains)]
-    out += ["    }", "    clock_gettime(CLOCK_MONOTONIC, &t1);"]
-    if sve:
-        out += [f"    {vt} s = s0;"] + [f"    s = svadd_{sfx}_x(svptrue_b32(), s, s{j});" for j in range(1, chains)]
-        out += [f"    {fl} sink[64];", f"    svst1_{sfx}(svptrue_b32(), sink, s);",
-                f"    volatile {fl} keep = sink[0]; (void)keep;",
-                f"    *flops = 2.0 * {macs} * ((double)svcntw() / 4) * {chains} * (double)iters;"]
-    else:
         add = "vaddq_f32" if fl == "float" else "vaddq_s32"
         st = "vst1q_f32" if fl == "float" else "vst1q_s32"
-        out += [f"    {vt} s = s0;"] + [f"    s = {add}(s, s{j});" for j in range(1, chains)]
-        out += [f"    {fl} sink[4];", f"    {st}(sink, s);", f"    volatile {fl} keep = sink[0]; (void)keep;",
-                f"    *flops = 2.0 * {macs} * {chains} * (double)iters;"]
-    out += ["    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);", "}"]
-    return "\n".join(out) + "\n"
+        finish = [f"    {vt} s = s0;"] + [f"    s = {add}(s, s{j});" for j in range(1, chains)]
+        finish += [f"    {fl} sink[4];", f"    {st}(sink, s);"]
+        flops = f"2.0 * {macs} * {chains} * (double)iters"
+    finish.append(f"    volatile {fl} keep = sink[0]; (void)keep;")
+    return common.peak_source(
+        f"peak loop for {isa} {types}: {chains} independent matrix multiply-accumulate chains.",
+        ("arm_sve.h" if sve else "arm_neon.h",), setup, chains,
+        op.format(c="{s}", a="x", b="y"), finish, flops)

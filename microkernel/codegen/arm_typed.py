@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from . import PanelLayout
 from .arm_common import NEON_A_LOADS, neon_a_groups, neon_kernel
+from .common import peak_source
 
 __all__ = ["ukernel", "peak", "layout", "edge_symbol", "nr_expr", "PEAK_CHAINS"]
 
@@ -220,21 +221,12 @@ def peak(isa: str, types: str | None = None) -> str:
     types = types or ("s8s8" if isa == "neondot" else "f16h")
     vt, op, xt, xinit, macs, init, add, st, store = _PEAK[types]
     chains = PEAK_CHAINS
-    out = [f"/* peak loop for {isa} {types}: {chains} independent chains. */",
-           "#include <stdint.h>", "#include <time.h>", "#include <arm_neon.h>",
-           "double mk_fma_peak(int64_t iters, double *flops)", "{",
-           f"    const {xt} x = {xinit}; (void)x;",
-           f"    const {xt} y = {xinit};",
-           "    const uint8x16_t xu = vdupq_n_u8(1); (void)xu;"]
-    out += [f"    {vt} s{j} = {init.format(j=j)};" for j in range(chains)]
-    out += ["    struct timespec t0, t1;", "    clock_gettime(CLOCK_MONOTONIC, &t0);",
-            "    for (int64_t it = 0; it < iters; ++it) {"]
-    out += [f"        s{j} = {op.format(s=f's{j}')};" for j in range(chains)]
-    out += ["    }", "    clock_gettime(CLOCK_MONOTONIC, &t1);", f"    {vt} s = s0;"]
-    out += [f"    s = {add}(s, s{j});" for j in range(1, chains)]
-    out += [f"    {st} sink[8];", f"    {store}(sink, s);",
-            f"    volatile {st} keep = sink[0]; (void)keep;",
-            f"    *flops = 2.0 * {macs} * {chains} * (double)iters;",
-            "    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);",
-            "}"]
-    return "\n".join(out) + "\n"
+    setup = [f"    const {xt} x = {xinit}; (void)x;", f"    const {xt} y = {xinit};",
+             "    const uint8x16_t xu = vdupq_n_u8(1); (void)xu;"]
+    setup += [f"    {vt} s{j} = {init.format(j=j)};" for j in range(chains)]
+    finish = [f"    {vt} s = s0;"] + [f"    s = {add}(s, s{j});" for j in range(1, chains)]
+    finish += [f"    {st} sink[8];", f"    {store}(sink, s);",
+               f"    volatile {st} keep = sink[0]; (void)keep;"]
+    return peak_source(f"peak loop for {isa} {types}: {chains} independent chains.",
+                       ("arm_neon.h",), setup, chains, op, finish,
+                       f"2.0 * {macs} * {chains} * (double)iters")

@@ -215,36 +215,42 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
     return "\n".join(out) + "\n"
 
 
+def peak_source(comment: str, includes, setup, chains: int, step: str, finish,
+                flops: str) -> str:
+    """The frame of every chained peak loop, ``double mk_fma_peak(int64_t iters, double
+    *flops)``: after ``stdint.h``, ``time.h`` and ``includes``, the ``setup`` lines
+    (operands, the chains ``s0``..), then ``iters`` times ``chains`` independent updates
+    ``s<j> = step`` (``{s}`` in ``step`` is the chain) between two clock reads, the
+    ``finish`` lines (fold the chains into a sink the compiler must keep), ``*flops =
+    flops``; it returns the seconds."""
+    out = [f"/* {comment} */"] + [f"#include <{h}>" for h in ("stdint.h", "time.h", *includes)]
+    out += ["double mk_fma_peak(int64_t iters, double *flops)", "{", *setup,
+            "    struct timespec t0, t1;", "    clock_gettime(CLOCK_MONOTONIC, &t0);",
+            "    for (int64_t it = 0; it < iters; ++it) {"]
+    out += [f"        s{j} = {step.format(s=f's{j}')};" for j in range(chains)]
+    out += ["    }", "    clock_gettime(CLOCK_MONOTONIC, &t1);", *finish,
+            f"    *flops = {flops};",
+            "    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);",
+            "}"]
+    return "\n".join(out) + "\n"
+
+
 def emit_peak(isa: str, ops: VectorOps, chains: int) -> str:
     """C loop of ``chains`` independent FMA dependency chains: the FMA peak of one
     core for this ISA. ``double mk_fma_peak(int64_t iters, double *flops)`` returns
     seconds and sets ``*flops`` to 2 * lanes * chains * iters."""
     lanes = {"__m512": 16, "__m256": 8, "float": 1, "float32x4_t": 4}.get(ops.vtype)
-    out = [f"/* FMA peak loop for {isa}: {chains} independent FMA chains. */"]
-    out += [f"#include <{h}>" for h in ("stdint.h", "time.h") + ops.includes]
-    out.append("double mk_fma_peak(int64_t iters, double *flops)")
-    out.append("{")
-    out.append(f"    const {ops.vtype} x = {ops.splat.format(x='0.999999f')};")
-    out.append(f"    const {ops.vtype} y = {ops.splat.format(x='1e-7f')};")
-    for j in range(chains):
-        out.append(f"    {ops.vtype} s{j} = {ops.splat.format(x=f'{j}.0f')};")
-    out.append("    struct timespec t0, t1;")
-    out.append("    clock_gettime(CLOCK_MONOTONIC, &t0);")
-    out.append("    for (int64_t it = 0; it < iters; ++it) {")
-    for j in range(chains):
-        out.append(f"        s{j} = {ops.fma.format(a=f's{j}', b='x', c='y')};")
-    out.append("    }")
-    out.append("    clock_gettime(CLOCK_MONOTONIC, &t1);")
-    out.append(f"    float sink[{max(lanes or 1, 16)}] __attribute__((aligned(64)));")
-    out.append(f"    {ops.vtype} s = s0;")
-    for j in range(1, chains):
-        out.append(f"    s = {ops.fma.format(a=f's{j}', b='x', c='s')};")
-    out.append(f"    {ops.store.format(p='sink', v='s')};")
-    out.append("    volatile float keep = sink[0]; (void)keep;")
-    out.append(f"    *flops = 2.0 * {lanes} * {chains} * (double)iters;")
-    out.append("    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);")
-    out.append("}")
-    return "\n".join(out) + "\n"
+    setup = [f"    const {ops.vtype} x = {ops.splat.format(x='0.999999f')};",
+             f"    const {ops.vtype} y = {ops.splat.format(x='1e-7f')};"]
+    setup += [f"    {ops.vtype} s{j} = {ops.splat.format(x=f'{j}.0f')};" for j in range(chains)]
+    finish = [f"    float sink[{max(lanes or 1, 16)}] __attribute__((aligned(64)));",
+              f"    {ops.vtype} s = s0;"]
+    finish += [f"    s = {ops.fma.format(a=f's{j}', b='x', c='s')};" for j in range(1, chains)]
+    finish += [f"    {ops.store.format(p='sink', v='s')};",
+               "    volatile float keep = sink[0]; (void)keep;"]
+    return peak_source(f"FMA peak loop for {isa}: {chains} independent FMA chains.",
+                       ops.includes, setup, chains, ops.fma.format(a="{s}", b="x", c="y"),
+                       finish, f"2.0 * {lanes} * {chains} * (double)iters")
 
 
 #: independent FMA chains that keep both FMA units busy: latency 4 cycles x 2 units

@@ -114,24 +114,16 @@ def _madd_peak(isa: str, chains: int = 12) -> str:
     ops, madd, add = MADD[isa]
     lanes = 16 if isa == "avx512" else 8
     w = "512" if isa == "avx512" else "256"
-    out = [f"/* vpmaddwd peak loop for {isa}: {chains} chains of madd + add. */",
-           "#include <stdint.h>", "#include <time.h>", "#include <immintrin.h>",
-           "double mk_fma_peak(int64_t iters, double *flops)", "{",
-           f"    const {ops.vtype} x = _mm{w}_set1_epi16(1);",
-           f"    const {ops.vtype} y = _mm{w}_set1_epi32(3);"]
-    out += [f"    {ops.vtype} s{j} = _mm{w}_set1_epi32({j});" for j in range(chains)]
-    out += ["    struct timespec t0, t1;", "    clock_gettime(CLOCK_MONOTONIC, &t0);",
-            "    for (int64_t it = 0; it < iters; ++it) {"]
-    out += [f"        s{j} = {add}({madd}(s{j}, x), y);" for j in range(chains)]
-    out += ["    }", "    clock_gettime(CLOCK_MONOTONIC, &t1);", f"    {ops.vtype} s = s0;"]
-    out += [f"    s = {add}(s, s{j});" for j in range(1, chains)]
-    out += ["    int32_t sink[16] __attribute__((aligned(64)));",
-            f"    {ops.store.format(p='sink', v='s')};",
-            "    volatile int32_t keep = sink[0]; (void)keep;",
-            f"    *flops = 4.0 * {lanes} * {chains} * (double)iters;",
-            "    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);",
-            "}"]
-    return "\n".join(out) + "\n"
+    setup = [f"    const {ops.vtype} x = _mm{w}_set1_epi16(1);",
+             f"    const {ops.vtype} y = _mm{w}_set1_epi32(3);"]
+    setup += [f"    {ops.vtype} s{j} = _mm{w}_set1_epi32({j});" for j in range(chains)]
+    finish = [f"    {ops.vtype} s = s0;"] + [f"    s = {add}(s, s{j});" for j in range(1, chains)]
+    finish += ["    int32_t sink[16] __attribute__((aligned(64)));",
+               f"    {ops.store.format(p='sink', v='s')};",
+               "    volatile int32_t keep = sink[0]; (void)keep;"]
+    return common.peak_source(f"vpmaddwd peak loop for {isa}: {chains} chains of madd + add.",
+                              ("immintrin.h",), setup, chains, f"{add}({madd}({{s}}, x), y)",
+                              finish, f"4.0 * {lanes} * {chains} * (double)iters")
 
 
 def peak(isa: str, types: str = "f32") -> str:

@@ -36,7 +36,8 @@ from __future__ import annotations
 import dataclasses
 
 from . import PanelLayout
-from .common import VectorOps, alpha_scale, emit_ukernel, header, prefetch_columns, symbol
+from .common import (VectorOps, alpha_scale, emit_ukernel, header, peak_source, prefetch_columns,
+                     symbol)
 from .x86 import AVX512, AVX512_MADD
 
 __all__ = ["layout", "ukernel", "peak", "edge_symbol", "OPS", "PEAK_CHAINS"]
@@ -210,27 +211,19 @@ def peak(isa: str, types: str | None = None) -> str:
     s = 0.9995 s + 2^-14 converges to 0.125; integers wrap."""
     insn, vtype, init, update, ops_per = _PEAKS[isa]
     chains = PEAK_CHAINS[isa]
-    out = [f"/* {insn} peak loop for {isa}: {chains} independent chains. */",
-           "#include <stdint.h>", "#include <time.h>", "#include <immintrin.h>",
-           "double mk_fma_peak(int64_t iters, double *flops)", "{"]
     if isa == "avx512fp16":
-        out += ["    const __m512h xh = _mm512_castsi512_ph(_mm512_set1_epi16(0x3BFF));",
-                "    const __m512h yh = _mm512_castsi512_ph(_mm512_set1_epi16(0x0400));"]
+        setup = ["    const __m512h xh = _mm512_castsi512_ph(_mm512_set1_epi16(0x3BFF));",
+                 "    const __m512h yh = _mm512_castsi512_ph(_mm512_set1_epi16(0x0400));"]
     else:
-        out.append("    const __m512i x = _mm512_set1_epi32(0x3F803F80), "
-                   "y = _mm512_set1_epi32(0x33803380);")
-    out += [f"    {vtype} s{j} = {init.format(j=j)};" for j in range(chains)]
-    out += ["    struct timespec t0, t1;", "    clock_gettime(CLOCK_MONOTONIC, &t0);",
-            "    for (int64_t it = 0; it < iters; ++it) {"]
-    out += [f"        s{j} = {update.format(s=f's{j}')};" for j in range(chains)]
-    out += ["    }", "    clock_gettime(CLOCK_MONOTONIC, &t1);"]
+        setup = ["    const __m512i x = _mm512_set1_epi32(0x3F803F80), "
+                 "y = _mm512_set1_epi32(0x33803380);"]
+    setup += [f"    {vtype} s{j} = {init.format(j=j)};" for j in range(chains)]
     cast = {"__m512": "_mm512_castps_si512", "__m512h": "_mm512_castph_si512", "__m512i": ""}[vtype]
-    out.append(f"    __m512i s = {cast}(s0);")
-    out += [f"    s = _mm512_xor_si512(s, {cast}(s{j}));" for j in range(1, chains)]
-    out += ["    int32_t sink[16] __attribute__((aligned(64)));",
-            "    _mm512_store_si512((void *)sink, s);",
-            "    volatile int32_t keep = sink[0]; (void)keep;",
-            f"    *flops = {float(ops_per)} * {chains} * (double)iters;",
-            "    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);",
-            "}"]
-    return "\n".join(out) + "\n"
+    finish = [f"    __m512i s = {cast}(s0);"]
+    finish += [f"    s = _mm512_xor_si512(s, {cast}(s{j}));" for j in range(1, chains)]
+    finish += ["    int32_t sink[16] __attribute__((aligned(64)));",
+               "    _mm512_store_si512((void *)sink, s);",
+               "    volatile int32_t keep = sink[0]; (void)keep;"]
+    return peak_source(f"{insn} peak loop for {isa}: {chains} independent chains.",
+                       ("immintrin.h",), setup, chains, update, finish,
+                       f"{float(ops_per)} * {chains} * (double)iters")
