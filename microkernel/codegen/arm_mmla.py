@@ -47,26 +47,26 @@ __all__ = ["ukernel", "peak", "layout", "edge_symbol", "nr_expr", "PEAK_CHAINS"]
 
 PEAK_CHAINS = 24
 
+def _int8_ops(a: str, b: str, mm: str, smm: str) -> dict:
+    """The :data:`_OPS` of int8 tiles whose A is signed (``a`` = "s") or unsigned ("u"),
+    and B likewise: element and vector types and loads follow the signedness; ``mm``
+    and ``smm`` are the NEON and SVE matrix multiply-accumulates."""
+    ta, tb = ("int8" if a == "s" else "uint8"), ("int8" if b == "s" else "uint8")
+    return dict(ea=f"{ta}_t", eb=f"{tb}_t", va=f"{ta}x16_t", vb=f"{tb}x16_t",
+                la=f"vld1q_{a}8({{p}})", lb=f"vld1q_{b}8({{p}})", mm=mm,
+                sa=f"sv{ta}_t", sb=f"sv{tb}_t", sla=f"svld1rq_{a}8(svptrue_b8(), {{p}})",
+                slb=f"svld1_vnum_{b}8(svptrue_b8(), {{p}}, {{v}})", smm=smm, g=8)
+
+
 #: per types: (A element, B element, NEON A/B vector types and loads, NEON mmla, SVE
 #: vector types, SVE load-replicate / load, SVE mmla, K group)
 _OPS = {
-    "s8s8": dict(ea="int8_t", eb="int8_t", va="int8x16_t", vb="int8x16_t", la="vld1q_s8({p})",
-                 lb="vld1q_s8({p})", mm="vmmlaq_s32({c}, {a}, {b})",
-                 sa="svint8_t", sb="svint8_t", sla="svld1rq_s8(svptrue_b8(), {p})",
-                 slb="svld1_vnum_s8(svptrue_b8(), {p}, {v})", smm="svmmla_s32({c}, {a}, {b})",
-                 g=8),
-    "u8u8": dict(ea="uint8_t", eb="uint8_t", va="uint8x16_t", vb="uint8x16_t",
-                 la="vld1q_u8({p})", lb="vld1q_u8({p})",
-                 mm="vreinterpretq_s32_u32(vmmlaq_u32(vreinterpretq_u32_s32({c}), {a}, {b}))",
-                 sa="svuint8_t", sb="svuint8_t", sla="svld1rq_u8(svptrue_b8(), {p})",
-                 slb="svld1_vnum_u8(svptrue_b8(), {p}, {v})",
-                 smm="svreinterpret_s32_u32(svmmla_u32(svreinterpret_u32_s32({c}), {a}, {b}))",
-                 g=8),
-    "u8s8": dict(ea="uint8_t", eb="int8_t", va="uint8x16_t", vb="int8x16_t", la="vld1q_u8({p})",
-                 lb="vld1q_s8({p})", mm="vusmmlaq_s32({c}, {a}, {b})",
-                 sa="svuint8_t", sb="svint8_t", sla="svld1rq_u8(svptrue_b8(), {p})",
-                 slb="svld1_vnum_s8(svptrue_b8(), {p}, {v})", smm="svusmmla_s32({c}, {a}, {b})",
-                 g=8),
+    "s8s8": _int8_ops("s", "s", mm="vmmlaq_s32({c}, {a}, {b})", smm="svmmla_s32({c}, {a}, {b})"),
+    "u8u8": _int8_ops(
+        "u", "u", mm="vreinterpretq_s32_u32(vmmlaq_u32(vreinterpretq_u32_s32({c}), {a}, {b}))",
+        smm="svreinterpret_s32_u32(svmmla_u32(svreinterpret_u32_s32({c}), {a}, {b}))"),
+    "u8s8": _int8_ops("u", "s", mm="vusmmlaq_s32({c}, {a}, {b})",
+                      smm="svusmmla_s32({c}, {a}, {b})"),
     "bf16": dict(ea="uint16_t", eb="uint16_t", va="bfloat16x8_t", vb="bfloat16x8_t",
                  la="vreinterpretq_bf16_u16(vld1q_u16({p}))",
                  lb="vreinterpretq_bf16_u16(vld1q_u16({p}))", mm="vbfmmlaq_f32({c}, {a}, {b})",

@@ -41,32 +41,37 @@ __all__ = ["ukernel", "peak", "layout", "edge_symbol", "nr_expr", "PEAK_CHAINS"]
 PEAK_CHAINS = 24
 
 
+def _int8_dot(a: str, b: str, q: str, d: str, s: str) -> tuple[str, str, dict]:
+    """:func:`_dot_names` of an int8 tile whose A is signed (``a`` = "s") or unsigned
+    ("u"), and B likewise: the element and vector types and the loads follow the
+    signedness (A's vectors also by half and by duplicated quad); ``q``, ``d`` and
+    ``s`` are the dot instruction by quad-lane, by half and in vector form."""
+    ta, tb = ("int8" if a == "s" else "uint8"), ("int8" if b == "s" else "uint8")
+    return f"{ta}_t", f"{tb}_t", dict(q=q, d=d, s=s, va=f"{ta}x16_t", vd=f"{ta}x8_t",
+                                      lq=f"vld1q_{a}8", ld=f"vld1_{a}8", vb=f"{tb}x16_t",
+                                      lb=f"vld1q_{b}8", dup=f"vreinterpretq_{a}8_s32")
+
+
+_DOT = {
+    "s8s8": _int8_dot("s", "s", q="vdotq_laneq_s32({c}, {b}, {a}, {l})",
+                      d="vdotq_lane_s32({c}, {b}, {a}, {l})", s="vdotq_s32({c}, {b}, {a})"),
+    "u8u8": _int8_dot(
+        "u", "u",
+        q="vreinterpretq_s32_u32(vdotq_laneq_u32(vreinterpretq_u32_s32({c}), {b}, {a}, {l}))",
+        d="vreinterpretq_s32_u32(vdotq_lane_u32(vreinterpretq_u32_s32({c}), {b}, {a}, {l}))",
+        s="vreinterpretq_s32_u32(vdotq_u32(vreinterpretq_u32_s32({c}), {b}, {a}))"),
+    # SUDOT: signed vector (B), unsigned element (A)
+    "u8s8": _int8_dot("u", "s", q="vsudotq_laneq_s32({c}, {b}, {a}, {l})",
+                      d="vsudotq_lane_s32({c}, {b}, {a}, {l})", s="vusdotq_s32({c}, {a}, {b})"),
+}
+
+
 def _dot_names(spec):
     """(A element type, B element type, intrinsic by quad-lane, by half, vector form,
     accumulator reinterpretation in/out) of a neondot tile's types."""
-    t = spec.types
-    if t == "s8s8":
-        return "int8_t", "int8_t", dict(q="vdotq_laneq_s32({c}, {b}, {a}, {l})",
-                                        d="vdotq_lane_s32({c}, {b}, {a}, {l})",
-                                        s="vdotq_s32({c}, {b}, {a})",
-                                        va="int8x16_t", vd="int8x8_t", lq="vld1q_s8",
-                                        ld="vld1_s8", vb="int8x16_t", lb="vld1q_s8",
-                                        dup="vreinterpretq_s8_s32")
-    if t == "u8u8":
-        return "uint8_t", "uint8_t", dict(
-            q="vreinterpretq_s32_u32(vdotq_laneq_u32(vreinterpretq_u32_s32({c}), {b}, {a}, {l}))",
-            d="vreinterpretq_s32_u32(vdotq_lane_u32(vreinterpretq_u32_s32({c}), {b}, {a}, {l}))",
-            s="vreinterpretq_s32_u32(vdotq_u32(vreinterpretq_u32_s32({c}), {b}, {a}))",
-            va="uint8x16_t", vd="uint8x8_t", lq="vld1q_u8", ld="vld1_u8", vb="uint8x16_t",
-            lb="vld1q_u8", dup="vreinterpretq_u8_s32")
-    if t == "u8s8":    # SUDOT: signed vector (B), unsigned element (A)
-        return "uint8_t", "int8_t", dict(q="vsudotq_laneq_s32({c}, {b}, {a}, {l})",
-                                         d="vsudotq_lane_s32({c}, {b}, {a}, {l})",
-                                         s="vusdotq_s32({c}, {a}, {b})",
-                                         va="uint8x16_t", vd="uint8x8_t", lq="vld1q_u8",
-                                         ld="vld1_u8", vb="int8x16_t", lb="vld1q_s8",
-                                         dup="vreinterpretq_u8_s32")
-    raise ValueError(f"{spec.name}: neondot takes s8s8, u8u8, u8s8")
+    if spec.types not in _DOT:
+        raise ValueError(f"{spec.name}: neondot takes s8s8, u8u8, u8s8")
+    return _DOT[spec.types]
 
 
 def _dot_ukernel(spec) -> str:

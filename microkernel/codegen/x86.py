@@ -29,22 +29,25 @@ AVX2 = VectorOps(
     fma="_mm256_fmadd_ps({a}, {b}, {c})", mul="_mm256_mul_ps({a}, {b})",
     add="_mm256_add_ps({a}, {b})")
 
-_INT = dict(scalar_t="int32_t", elem_a="int16_t", elem_b="int16_t", kstep=2, one="1",
-            zero_s="0", wrap=True)
-AVX2_MADD = VectorOps(
-    includes=("immintrin.h", "string.h"), vtype="__m256i", zero="_mm256_setzero_si256()",
-    load="_mm256_loadu_si256((const __m256i *)({p}))",
-    store="_mm256_storeu_si256((__m256i *)({p}), {v})",
-    bcast="_mm256_set1_epi32(mk_ld32({p}))", splat="_mm256_set1_epi32({x})",
-    fma="_mm256_add_epi32({c}, _mm256_mullo_epi32({a}, {b}))",
-    mul="_mm256_mullo_epi32({a}, {b})", add="_mm256_add_epi32({a}, {b})", **_INT)
-AVX512_MADD = VectorOps(
-    includes=("immintrin.h", "string.h"), vtype="__m512i", zero="_mm512_setzero_si512()",
-    load="_mm512_loadu_si512((const void *)({p}))",
-    store="_mm512_storeu_si512((void *)({p}), {v})",
-    bcast="_mm512_set1_epi32(mk_ld32({p}))", splat="_mm512_set1_epi32({x})",
-    fma="_mm512_add_epi32({c}, _mm512_mullo_epi32({a}, {b}))",
-    mul="_mm512_mullo_epi32({a}, {b})", add="_mm512_add_epi32({a}, {b})", **_INT)
+def _madd_ops(w: str, load: str, store: str) -> VectorOps:
+    """The int32 lane operations of the integer tiles at vector width ``w`` ("256" or
+    "512" bits): the madd-widened int16 pairs of a K group multiply and add in int32
+    (wrapping), B broadcasts a 32-bit pair of A; ``load``/``store`` the width's unaligned
+    integer vector accesses."""
+    return VectorOps(
+        includes=("immintrin.h", "string.h"), vtype=f"__m{w}i", zero=f"_mm{w}_setzero_si{w}()",
+        load=load, store=store,
+        bcast=f"_mm{w}_set1_epi32(mk_ld32({{p}}))", splat=f"_mm{w}_set1_epi32({{x}})",
+        fma=f"_mm{w}_add_epi32({{c}}, _mm{w}_mullo_epi32({{a}}, {{b}}))",
+        mul=f"_mm{w}_mullo_epi32({{a}}, {{b}})", add=f"_mm{w}_add_epi32({{a}}, {{b}})",
+        scalar_t="int32_t", elem_a="int16_t", elem_b="int16_t", kstep=2, one="1",
+        zero_s="0", wrap=True)
+
+
+AVX2_MADD = _madd_ops("256", load="_mm256_loadu_si256((const __m256i *)({p}))",
+                      store="_mm256_storeu_si256((__m256i *)({p}), {v})")
+AVX512_MADD = _madd_ops("512", load="_mm512_loadu_si512((const void *)({p}))",
+                        store="_mm512_storeu_si512((void *)({p}), {v})")
 
 OPS = {"avx512": AVX512, "avx2": AVX2}
 MADD = {"avx512": (AVX512_MADD, "_mm512_madd_epi16", "_mm512_add_epi32"),
