@@ -5,10 +5,10 @@ four 4-byte loads, because NVVM's load/store vectoriser cannot prove that the
 address is 16-byte aligned (the array's data pointer carries no alignment). These
 intrinsics (``numba.cuda.extending.intrinsic``, the documented escape hatch) emit
 one ``<4 x float>`` load or store with ``align 16`` in the global address space,
-which NVVM lowers to ``ld.global.nc.v4.f32`` (:func:`ldg4`: read-only data,
-``!invariant.load``), ``ld.global.v4.f32`` (:func:`ld4`) and
-``st.global.v4.f32`` (:func:`st4`); the same technique as numba-cuda's own
-``cache_hints`` module (``ldcg`` & co.), with a vector type.
+which NVVM lowers to ``ld.global.v4.f32`` (:func:`ld4`) and ``st.global.v4.f32``
+(:func:`st4`): the same technique as numba-cuda's own ``cache_hints`` module
+(``ldcg`` & co.), with a vector type. :func:`ldg4` (read-only data) is inline PTX
+``ld.global.nc.v4.f32``, which LLVM may not move.
 
 Each takes a C-contiguous array and a *flat* element index ``i`` (row * columns +
 column): the caller guarantees ``i % 4 == 0``, a 16-byte aligned data pointer and
@@ -50,7 +50,9 @@ def _make():
             return False
         return isinstance(idx, types.Integer)
 
-    def _load(invariant):
+    def _load4(read):
+        """The typer of a load of 4 floats at ``arr.flat[idx]``: ``read(builder, vptr)``
+        gives the 4 values from the 16-byte aligned ``<4 x float>`` global pointer."""
         def typer(typingctx, arr, idx):
             if not _check(arr, idx):
                 return None
@@ -58,12 +60,7 @@ def _make():
 
             def codegen(context, builder, sig, args):
                 vptr = _vec_ptr(context, builder, sig.args[0], sig.args[1], *args)
-                v = builder.load(vptr, align=16)
-                if invariant:
-                    v.set_metadata("invariant.load", builder.module.add_metadata([]))
-                el = [builder.extract_element(v, ir.Constant(ir.IntType(32), c))
-                      for c in range(4)]
-                return context.make_tuple(builder, sig.return_type, el)
+                return context.make_tuple(builder, sig.return_type, read(builder, vptr))
             return sig, codegen
         return typer
 
@@ -72,25 +69,23 @@ def _make():
                            "ld.global.nc.v4.f32 {$0, $1, $2, $3}, [$4];",
                            "=f,=f,=f,=f,l", side_effect=True)
 
-    def ldg4(typingctx, arr, idx):
+    def _read_nc(builder, vptr):
         # inline PTX with side effects: LLVM keeps the load where the source puts it.
         # (A plain invariant <4 x float> load is free to move, and NVVM sank the
         # loads of the next k block below the FMAs, next to the shared stores that
         # use them: no overlap of global latency with the FMAs.)
-        if not _check(arr, idx):
-            return None
-        sig = types.UniTuple(types.float32, 4)(arr, idx)
+        r = builder.call(ldg_asm, [builder.bitcast(vptr, ir.PointerType(f32, 1))])
+        return [builder.extract_value(r, c) for c in range(4)]
 
-        def codegen(context, builder, sig, args):
-            vptr = _vec_ptr(context, builder, sig.args[0], sig.args[1], *args)
-            gptr = builder.bitcast(vptr, ir.PointerType(f32, 1))
-            r = builder.call(ldg_asm, [gptr])
-            el = [builder.extract_value(r, c) for c in range(4)]
-            return context.make_tuple(builder, sig.return_type, el)
-        return sig, codegen
+    def _read_coherent(builder, vptr):
+        v = builder.load(vptr, align=16)
+        return [builder.extract_element(v, ir.Constant(ir.IntType(32), c)) for c in range(4)]
+
+    def ldg4(typingctx, arr, idx):
+        return _load4(_read_nc)(typingctx, arr, idx)
 
     def ld4(typingctx, arr, idx):
-        return _load(False)(typingctx, arr, idx)
+        return _load4(_read_coherent)(typingctx, arr, idx)
 
     def st4(typingctx, arr, idx, x0, x1, x2, x3):
         if not _check(arr, idx) or any(x != types.float32 for x in (x0, x1, x2, x3)):
