@@ -257,28 +257,30 @@ static void tile(int64_t kc, const float *alpha, const float *a, const float *b,
             acc[i][j] += a[k * 2 + i] * b[k * 2 + j];
     for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) acc[i][j] *= *alpha;
 }
+/* stores the first `rows` rows (3: one past the tile, as zeros); with reads_c it reads
+ * C even when beta == 0 */
+static void broken(int rows, int reads_c, int64_t kc, const float *alpha, const float *a,
+                   const float *b, const float *beta, float *c, int64_t rs_c, int64_t cs_c)
+{
+    float acc[2][2];
+    tile(kc, alpha, a, b, acc);
+    for (int i = 0; i < rows; ++i) for (int j = 0; j < 2; ++j) {
+        float *p = c + i * rs_c + j * cs_c;
+        float v = i < 2 ? acc[i][j] : 0.0f;
+        *p = *beta == 0.0f && !reads_c ? v : v + *beta * *p;
+    }
+}
 /* stores one row past its tile */
 void mk_ukernel_broken_oob(int64_t kc, const float *alpha, const float *a, const float *b,
                     const float *beta, float *c, int64_t rs_c, int64_t cs_c)
 {
-    float acc[2][2];
-    tile(kc, alpha, a, b, acc);
-    for (int i = 0; i < 3; ++i) for (int j = 0; j < 2; ++j) {
-        float *p = c + i * rs_c + j * cs_c;
-        float v = i < 2 ? acc[i][j] : 0.0f;
-        *p = *beta == 0.0f ? v : v + *beta * *p;
-    }
+    broken(3, 0, kc, alpha, a, b, beta, c, rs_c, cs_c);
 }
 /* reads C even when beta == 0 (0 * NaN survives) */
 void mk_ukernel_broken_beta0(int64_t kc, const float *alpha, const float *a, const float *b,
                       const float *beta, float *c, int64_t rs_c, int64_t cs_c)
 {
-    float acc[2][2];
-    tile(kc, alpha, a, b, acc);
-    for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) {
-        float *p = c + i * rs_c + j * cs_c;
-        *p = acc[i][j] + *beta * *p;
-    }
+    broken(2, 1, kc, alpha, a, b, beta, c, rs_c, cs_c);
 }
 """
 
