@@ -99,12 +99,10 @@ def test_rounding_to_bf16_and_tf32():
 
 
 @pytest.mark.parametrize("key", ["f16", "bf16", "tf32"])
-def test_numpy_mma_against_float64(key):
+def test_numpy_mma_against_float64(key, mma_operands):
     ins = F.INSTRUCTIONS[key]
     rng = np.random.default_rng(7)
-    A = rng.uniform(-2, 2, (ins.m, ins.k)).astype(np.float32)
-    B = rng.uniform(-2, 2, (ins.k, ins.n)).astype(np.float32)
-    C = rng.uniform(-2, 2, (ins.m, ins.n)).astype(np.float32)
+    A, B, C = mma_operands(ins, lambda shape: rng.uniform(-2, 2, shape))
     el = ins.in_elem
     Ar = F.from_bits(F.to_bits(A, el), el).astype(np.float64)
     Br = F.from_bits(F.to_bits(B, el), el).astype(np.float64)

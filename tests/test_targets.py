@@ -280,12 +280,10 @@ def test_a_non_bijective_layout_is_refused():
 
 
 @pytest.mark.parametrize("key", sorted(FA.AMD_INSTRUCTIONS))
-def test_mfma_model_computes_a_times_b_plus_c(key):
+def test_mfma_model_computes_a_times_b_plus_c(key, mma_operands):
     ins = FA.AMD_INSTRUCTIONS[key]
     rng = np.random.default_rng(25)
-    A = rng.integers(-8, 8, (ins.m, ins.k)).astype(np.float32)
-    B = rng.integers(-8, 8, (ins.k, ins.n)).astype(np.float32)
-    C = rng.integers(-8, 8, (ins.m, ins.n)).astype(np.float32)
+    A, B, C = mma_operands(ins, lambda shape: rng.integers(-8, 8, shape))
     assert np.array_equal(FA.mfma(ins, A, B, C), A @ B + C)     # small integers: exact
 
 
