@@ -9,7 +9,7 @@ Every part runs in its own try/except (a failure is recorded with its traceback 
 the script goes on); the final markdown table is printed last and written, with
 everything else, to ``$OUT/gpu_simt.json`` and ``$OUT/gpu_simt.md`` (default
 ``./out``). Budget: under 6 minutes of wall time on an H200 (numba compiles take
-most of it; ``--quick`` compiles the three shape-adaptive tiles only).
+most of it; ``--quick`` compiles the shape-adaptive tiles only).
 
 Parts, in order:
 
@@ -36,9 +36,10 @@ Parts, in order:
    over rounds; per-round paired ratios against cuBLAS with bootstrap intervals
    (``microkernel.stats``).
 5. **call overhead**: host microseconds per ``gemm()`` call on device arrays (GPU
-   kept busy so that calls only queue), against the bare ``cuda.core`` launch of
-   the same plan, numba's dispatcher launch, ``cupy.matmul`` and a no-op call.
-6. **split-K scan** on the skinny shapes (measured time per split for the three
+   kept busy so that calls only queue), against the bare launch of the same plan
+   (``Runner.run_fast``: ``cuLaunchKernel`` on the packed parameters), numba's
+   dispatcher launch, ``cupy.matmul`` and a no-op call.
+6. **tile and split-K scan** on the shapes of :data:`SCAN` (measured time per split for the
    candidates, next to the planner's prediction and choice).
 7. **sweep**: ``microkernel sweep --gpu`` logic on a small workload.
 8. **tests**: tests/test_gpu_simt.py and tests/test_gpu_sim.py on the GPU
@@ -72,7 +73,21 @@ BUDGET_S = 345.0                                 # stop optional parts past this
 #: The issue's table of shapes (m, n, k).
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4000, 4000, 4000), (1024, 1024, 1024),
           (5124, 700, 2048), (3072, 1500, 1024), (128, 1500, 1280), (35, 700, 2048)]
-SKINNY = [(35, 700, 2048), (128, 1500, 1280), (1024, 1024, 1024)]
+#: The tile and split-K scan: shape -> the splits timed for every AUTO_TILES tile (the
+#: planner's own split is timed too), to check and refit the planner's model.
+SCAN = {(35, 700, 2048): (1, 2, 4, 8, 16, 32), (128, 1500, 1280): (1, 2, 4, 8, 16),
+        (1024, 1024, 1024): (1, 2, 4, 8), (3072, 1500, 1024): (1, 2, 4)}
+
+
+def scan_extra():
+    """Tiles the scan also times with ``--scan-extra``: candidates for AUTO_TILES that
+    the 2026-12-01 scan left out (8x4 and 4x8 thread tiles in 64x128 blocks, BK 16,
+    a 128x64 block)."""
+    from microkernel.gpu.tiles import GpuTile
+    return [GpuTile(8, 4, 64, 128, 8, wm=32, wn=32, min_blocks=2),
+            GpuTile(4, 8, 64, 128, 8, wm=32, wn=32, min_blocks=2),
+            GpuTile(8, 8, 64, 128, 16, wm=32, wn=64, min_blocks=3),
+            GpuTile(8, 8, 128, 64, 8, wm=64, wn=32, min_blocks=2)]
 #: Calls per sample of the split-K scan.
 SCAN_CALLS = 20
 #: Shapes of the call-overhead measurement (one plain, one split-K).
@@ -425,13 +440,13 @@ def table_part(result: dict, args, tile_names: dict) -> dict:
 
 # -- 5. split-K scan ---------------------------------------------------------------------
 
-def splitk_part() -> dict:
+def splitk_part(extra: bool = False) -> dict:
     import torch
     from numba import cuda
     from microkernel.gpu import front, launch
     timer = Timer()
     out = {}
-    for (m, n, k) in SKINNY:
+    for (m, n, k), splits in SCAN.items():
         if elapsed() > BUDGET_S - 45:
             break
         A = torch.rand((m, k), device="cuda") - 0.5
@@ -440,8 +455,8 @@ def splitk_part() -> dict:
         dA, dB, dC = cuda.as_cuda_array(A), cuda.as_cuda_array(B), cuda.as_cuda_array(C)
         auto = launch.plan_launch(m, n, k, limits=launch.device_limits())
         rows = []
-        for t in launch.AUTO_TILES:
-            for s in (1, 2, 4, 8, 16, 32):
+        for t in list(launch.AUTO_TILES) + (scan_extra() if extra else []):
+            for s in sorted(set(splits) | ({auto.split} if t == auto.tile else set())):
                 if s > 1 and k // s < t.bk:
                     continue
                 try:
@@ -456,11 +471,17 @@ def splitk_part() -> dict:
                 rows.append({"tile": t.name, "split": p.split, "blocks": p.blocks,
                              "waves": round(p.waves, 3), "predicted_us": round(p.predicted_s * 1e6, 1),
                              "measured_us": round(statistics.median(ts) * 1e6, 1)})
-        best = min((r for r in rows if "measured_us" in r), key=lambda r: r["measured_us"])
-        out[f"{m}x{n}x{k}"] = {"auto": auto.as_dict(), "scan": rows, "measured_best": best}
-        log(f"split-K scan {m}x{n}x{k}: planner {auto.tile.name} split {auto.split} "
-            f"(pred {auto.predicted_s * 1e6:.1f} us); measured best {best['tile']} split "
-            f"{best['split']} {best['measured_us']} us")
+        timed = [r for r in rows if "measured_us" in r]
+        best = min(timed, key=lambda r: r["measured_us"])
+        pick = next((r for r in timed if r["tile"] == auto.tile.name
+                     and r["split"] == auto.split), None)
+        out[f"{m}x{n}x{k}"] = {"auto": auto.as_dict(), "scan": rows, "measured_best": best,
+                               "planner_measured_us": pick and pick["measured_us"],
+                               "planner_vs_best": pick and round(pick["measured_us"]
+                                                                 / best["measured_us"], 3)}
+        log(f"tile/split scan {m}x{n}x{k}: planner {auto.tile.name} split {auto.split} "
+            f"(pred {auto.predicted_s * 1e6:.1f} us, measured {pick and pick['measured_us']}); "
+            f"measured best {best['tile']} split {best['split']} {best['measured_us']} us")
         launch.clear_plans()
     return out
 
@@ -516,9 +537,9 @@ def overhead_part() -> dict:
         meas("gemm_torch_arrays_us", lambda: host_us(lambda: front.gemm(A, B, C)))
         run = launch.runner(m, n, k, None, None, "vec", False, False, launch.device_limits())
         r["launch_path"] = run.path + (f" ({run.fast_error})" if run.fast_error else "")
-        if run.fast is not None:
+        if run.direct:
             pa, pb, pc = (x.device_ctypes_pointer.value for x in (dA, dB, dC))
-            meas("bare_cuda_core_launch_us",
+            meas("bare_launch_us",
                  lambda: host_us(lambda: run.run_fast(pa, pb, pc, 1.0, 0.0)))
         meas("numba_dispatcher_launch_us", lambda: host_us(lambda: run.run(dA, dB, dC, 1.0, 0.0)))
         meas("cupy_matmul_us", lambda: host_us(lambda: cp.matmul(cA, cB, out=cC)))
@@ -653,7 +674,7 @@ def render_md(r: dict) -> str:
             if isinstance(v, dict):
                 L.append(f"- {k}: gemm() {v.get('gemm_numba_arrays_us')} us (cupy arrays "
                          f"{v.get('gemm_cupy_arrays_us')}, torch {v.get('gemm_torch_arrays_us')}); "
-                         f"bare launch {v.get('bare_cuda_core_launch_us')}; numba dispatcher "
+                         f"bare launch {v.get('bare_launch_us')}; numba dispatcher "
                          f"{v.get('numba_dispatcher_launch_us')}; cupy.matmul "
                          f"{v.get('cupy_matmul_us')}; kernel {v.get('kernel_gpu_us')} us on the GPU; "
                          f"path {v.get('launch_path')}; < 20 us: {v.get('bar_20us_met')}")
@@ -661,13 +682,15 @@ def render_md(r: dict) -> str:
         L.append("")
     sk = r.get("splitk", {})
     if isinstance(sk, dict) and "error" not in sk:
-        L += ["## Split-K scan (measured vs the planner)", ""]
+        L += ["## Tile and split-K scan (measured vs the planner)", ""]
         for k, v in sk.items():
             if isinstance(v, dict) and "scan" in v:
                 L.append(f"- {k}: planner {v['auto']['tile']} split {v['auto']['split']} "
-                         f"(pred {v['auto']['predicted_us']} us); measured best "
+                         f"(pred {v['auto']['predicted_us']} us, measured "
+                         f"{v.get('planner_measured_us')} us); measured best "
                          f"{v['measured_best']['tile']} split {v['measured_best']['split']} "
-                         f"{v['measured_best']['measured_us']} us")
+                         f"{v['measured_best']['measured_us']} us (planner / best "
+                         f"{v.get('planner_vs_best')})")
         L.append("")
     sw = r.get("sweep", {})
     if isinstance(sw, dict) and "markdown" in sw:
@@ -735,8 +758,10 @@ def bars(r: dict) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the three auto tiles only")
+    ap.add_argument("--quick", action="store_true", help="the shape-adaptive tiles (AUTO_TILES) only")
     ap.add_argument("--no-tests", action="store_true")
+    ap.add_argument("--scan-extra", action="store_true",
+                    help="the tile/split scan also times scan_extra()'s tiles")
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args(argv)
     outdir = pathlib.Path(os.environ.get("OUT") or "out")
@@ -751,7 +776,7 @@ def main(argv=None) -> int:
     part(r, "table")(lambda: table_part(r, args, tile_names))
     part(r, "overhead")(overhead_part)
     if elapsed() < BUDGET_S - 45:
-        part(r, "splitk")(splitk_part)
+        part(r, "splitk")(splitk_part, args.scan_extra)
     else:
         r["splitk"] = {"error": "skipped: time budget"}
     if elapsed() < BUDGET_S - 40:

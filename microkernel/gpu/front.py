@@ -7,8 +7,9 @@ on the current GPU, and the choice is kept in ``gemm.last_plan`` (a
 microseconds of host time beyond the kernel: the operands' shapes, dtypes and
 pointers are read from their ``__cuda_array_interface__``, the plan, the compiled
 kernel and its launch configuration come from a cache keyed by (shape, tile,
-split, variant), and the kernel is launched through ``cuda.core`` directly
-(``bench/gpu_simt.py`` measures this overhead). Kernels run on the default
+split, variant), and the kernel is launched by ``cuLaunchKernel`` on parameters
+packed once per plan (:mod:`microkernel.gpu.launch`; ``bench/gpu_simt.py``
+measures this overhead). Kernels run on the default
 (legacy) stream.
 """
 from __future__ import annotations
@@ -65,8 +66,11 @@ def _as_device(x):
 
 def _meta(x, kind: str):
     """(data pointer, C-contiguous) of a device array of the given kind."""
-    if kind == "numba":
-        return x.device_ctypes_pointer.value or 0, x.is_c_contiguous()
+    if kind == "numba":                     # attributes, not numba's computed flags
+        sh, st = x.shape, x.strides
+        contig = len(sh) != 2 or ((sh[1] <= 1 or st[1] == 4)
+                                  and (sh[0] <= 1 or st[0] == 4 * sh[1]))
+        return x.gpu_data.device_pointer_value or 0, contig
     if kind == "cupy":
         return x.data.ptr, x.flags.c_contiguous
     ptr, _, contig = device_info(x)
@@ -254,7 +258,7 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
             r = _launch.runner(m, n, k, gtile, split, variant, alpha_zero, reads_c,
                                _launch.device_limits())
             gemm.last_plan = r.plan
-            if r.fast is not None:
+            if r.direct:
                 r.run_fast(pa, pb, pc, alpha, beta)
             else:
                 r.run(_as_device(A), _as_device(B), _as_device(C), alpha, beta)

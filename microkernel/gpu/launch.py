@@ -34,13 +34,16 @@ a tile's S blocks to finish (an atomic count per tile) adds the slices in the or
 0, 1, ..., S-1 (bit-identical run to run; :mod:`microkernel.gpu.simt`).
 
 **Launch overhead.** :func:`runner` caches, per (shape, tile, split, variant), the
-plan, the compiled kernels' ``cuda.core`` launch handles with their launch
-configurations, and the workspace; a call then packs the kernel parameters
-(numba's ABI for a C-contiguous array: meminfo, parent, size, itemsize, data,
-shape, strides) from the operands' device pointers and calls ``cuda.core.launch``
-directly, skipping numba's per-call dispatch (argument typing, device-array
-wrapping). Where that path is unavailable (the simulator, another numba-cuda
-version) the numba dispatcher launches instead; :attr:`Runner.path` says which.
+plan, the compiled kernel's driver handle, the workspace and the kernel parameters
+themselves (numba's ABI for a C-contiguous array: meminfo, parent, size, itemsize,
+data, shape, strides; then alpha, beta, kslice), packed once into a buffer of
+8-byte slots with the array of pointers ``cuLaunchKernel`` takes (CUDA Driver API,
+"Execution Control": ``kernelParams`` is an array of N pointers to the values).
+A call writes the three data pointers and alpha and beta into their slots and calls
+``cuda.bindings.driver.cuLaunchKernel``: no per-call argument typing, wrapping or
+packing. Where that is unavailable the parameters go through ``cuda.core.launch``
+(packed per call), and in the simulator or another numba-cuda version through the
+numba dispatcher; :attr:`Runner.path` says which.
 """
 from __future__ import annotations
 
@@ -65,16 +68,21 @@ CLOCK_HZ = 1.98e9
 FMA_PER_CLOCK = 128
 #: Fraction of the FMA peak an SM sustains on the kernel's main loop.
 SM_EFFICIENCY = 0.75
-#: Resident warps per SM from which the main loop runs at that rate (one per
-#: sub-partition: an 8x8 thread tile has 64 independent FMAs per k step to cover
-#: the shared-memory latency of the next step's fragments).
-SATURATION_WARPS = 4
-#: Relative rate of the main loop per block tile (bm, bn): smaller blocks move more
-#: data from L2 per FMA. Refit from the H200 run of bench/gpu_simt.py at 30cd13e (the
-#: fixed tiles on full grids, bench/results/h200/simt.md): 128x256 (8x16 thread tile)
-#: 91.5 / 91.4 / 91.8% of cuBLAS at 4096^3 / 8192^3 / 4000^3 against 86.2 / 87.3 /
-#: 86.6% for 128x128; in the sweep 64x128 ran at 0.91 and 64x64 at 0.74 of 128x128.
-TILE_RATE = {(128, 256): 1.06, (128, 128): 1.0, (64, 128): 0.91, (64, 64): 0.74}
+#: Resident warps per SM from which the main loop runs at that rate: with one warp per
+#: sub-partition every issue slot must be an FMA, and a block of 4 warps alone on an SM
+#: ran at 0.86-0.93 of the same tile with a second block beside it (split-K 2; the
+#: tile scan of ``bench/gpu_simt.py`` on the H200, 2026-12-01: 1024^3 in 64x128
+#: blocks 65.7 us unsplit, 61.6 us split 2), so 6.
+SATURATION_WARPS = 6
+#: Relative rate of the main loop per (thread tile, block tile) = (tm, tn, bm, bn):
+#: smaller blocks move more data from L2 per FMA, smaller thread tiles issue more
+#: shared loads per FMA. Fit to the H200 runs of bench/gpu_simt.py: 8x16 in 128x256
+#: 91.5 / 91.4 / 91.8% of cuBLAS at 4096^3 / 8192^3 / 4000^3 against 86.2 / 87.3 / 86.6%
+#: for 8x8 in 128x128 (30cd13e, bench/results/h200/simt.md); in the sweep 64x128 ran
+#: at 0.91 and 64x64 at 0.74 of 128x128; the 8x4 thread tile in 64x64 blocks (4 warps)
+#: fits the tile scan of 2026-12-01 (bench/results/h200/simt_tiles.md) at 0.8.
+TILE_RATE = {(8, 16, 128, 256): 1.06, (8, 8, 128, 128): 1.0, (8, 8, 64, 128): 0.91,
+             (8, 8, 64, 64): 0.74, (8, 4, 64, 64): 0.8}
 #: Per round of blocks on an SM: the prologue's global-load latency and the epilogue.
 ROUND_OVERHEAD_S = 1.5e-6
 #: The split-K tail: the tile's last block re-reads the S partials after its own k slice.
@@ -88,16 +96,21 @@ WORKSPACE_LIMIT = 64 << 20
 #: Predicted times within this fraction of the best count as equal.
 TIE = 0.02
 
-#: The candidate tiles of the shape-adaptive launch, largest first: the 8x8 thread
-#: tile and 32x64 warp tile in 128x128 (8 warps), 64x128 (4 warps) and 64x64
-#: (2 warps) blocks, registers capped for 2, 3 and 6 blocks per SM (128, 168 and
-#: 168 registers: ptxas 13.0 for sm_90 fits each without a spill; a cap of 128 for
-#: 4 and 8 blocks spills the two smaller ones, whose threads stage more of A and B).
+#: The candidate tiles of the shape-adaptive launch, largest first: the 8x16 thread
+#: tile in 128x256 blocks (4 warps of 64x64); the 8x8 thread tile and 32x64 warp tile
+#: in 128x128 (8 warps), 64x128 (4 warps) and 64x64 (2 warps) blocks, registers capped
+#: for 2, 3 and 6 blocks per SM (128, 168 and 168 registers: ptxas 13.0 for sm_90 fits
+#: each without a spill; a cap of 128 for 4 and 8 blocks spills the two smaller ones,
+#: whose threads stage more of A and B); the 8x4 thread tile and 32x32 warp tile in
+#: 64x64 blocks (4 warps, capped for 4 blocks per SM: 117 registers, no spill), the
+#: fastest on the skinny shapes of the tile scan (35x700x2048: 18.3 us against 23.3
+#: for the 8x8 tile in 64x128 blocks).
 AUTO_TILES = (
     GpuTile(8, 16, 128, 256, 8, wm=64, wn=64),
     DEFAULT_TILE,
     GpuTile(8, 8, 64, 128, 8, min_blocks=3, wm=32, wn=64),
     GpuTile(8, 8, 64, 64, 8, min_blocks=6, wm=32, wn=64),
+    GpuTile(8, 4, 64, 64, 8, min_blocks=4, wm=32, wn=32),
 )
 
 
@@ -157,8 +170,9 @@ def _blocks_per_sm(tile: GpuTile, limits: SmLimits) -> int:
 
 
 def tile_rate(tile: GpuTile) -> float:
-    """Relative main-loop rate of a block tile (:data:`TILE_RATE`, 1.0 if unlisted)."""
-    return TILE_RATE.get((tile.bm, tile.bn), 1.0)
+    """Relative main-loop rate of a tile (:data:`TILE_RATE` by (tm, tn, bm, bn), 1.0 if
+    unlisted)."""
+    return TILE_RATE.get((tile.tm, tile.tn, tile.bm, tile.bn), 1.0)
 
 
 def _evaluate(t: GpuTile, s: int, m: int, n: int, k: int, bps: int, limits: SmLimits,
@@ -322,6 +336,47 @@ class _FastLauncher:
         self._launch(self.stream, config, self.kernel, *params)
 
 
+class _DriverLauncher:
+    """``cuLaunchKernel`` of one compiled numba kernel on parameters packed once.
+
+    ``slots`` (numpy uint64, one 8-byte slot per kernel parameter: numba passes an
+    array as its 5 + 2*ndim fields, all 8 bytes; a float32 or uint32 scalar sits in
+    the low 4 bytes of its slot, little-endian) holds the values and ``_ptrs`` the
+    address of each slot, the ``void **kernelParams`` of ``cuLaunchKernel``, which
+    copies the values at the launch. Set slots with :meth:`set_int` and
+    :meth:`set_f32` before :meth:`__call__`.
+    """
+
+    def __init__(self, dispatcher, signature: str, grid, block: int, nparams: int):
+        from cuda.bindings import driver as cu
+        from numba.cuda.core import sigutils
+        dispatcher.compile(signature)
+        args, _ = sigutils.normalize_signature(signature)
+        kern = dispatcher.overloads[tuple(args)]
+        self.handle = kern._codelibrary.get_cufunc().handle   # CUkernel (cuLibraryGetKernel)
+        self._cu = cu
+        self._ok = cu.CUresult.CUDA_SUCCESS
+        self.slots = np.zeros(nparams, np.uint64)
+        self._f32 = self.slots.view(np.float32)
+        base = self.slots.ctypes.data
+        self._ptrs = np.array([base + 8 * i for i in range(nparams)], np.uint64)
+        self._pp = int(self._ptrs.ctypes.data)
+        self._dims = (*(int(g) for g in grid), int(block), 1, 1)
+        self._stream = cu.CUstream(0)                           # the legacy default stream
+
+    def set_int(self, i: int, v: int) -> None:
+        self.slots[i] = v
+
+    def set_f32(self, i: int, v: float) -> None:
+        self._f32[2 * i] = v
+
+    def __call__(self) -> None:
+        err, = self._cu.cuLaunchKernel(self.handle, *self._dims, 0, self._stream,
+                                       self._pp, 0)
+        if err != self._ok:
+            raise RuntimeError(f"cuLaunchKernel failed: {err!r}")
+
+
 _ONE_COUNT: list = []    # the count array of every unsplit launch (never read)
 
 
@@ -347,29 +402,60 @@ def _vec_params(ptr: int, size: int) -> tuple:
 
 
 class Runner:
-    """A cached launch of one :class:`LaunchPlan`: the kernel variant, the fast
+    """A cached launch of one :class:`LaunchPlan`: the kernel variant, the direct
     launch handles (or the dispatcher), and the split-K workspace.
 
-    ``path`` is ``"cuda.core"`` (fast) or ``"numba dispatcher"`` (with the reason
-    in ``fast_error`` when the fast path could not be set up).
+    ``path`` is ``"cuLaunchKernel"`` (parameters packed once), ``"cuda.core"``
+    (parameters packed per call) or ``"numba dispatcher"``; ``direct`` is True for
+    the first two (:meth:`run_fast` on raw pointers), and ``fast_error`` says why a
+    faster path could not be set up.
 
     The workspace and the tile counts belong to the runner: calls of one runner
     (one shape) are queued on one stream, so they never overlap."""
 
+    #: Slots of the warp-tiled kernel's parameters (:data:`microkernel.gpu.simt.SIGNATURE`:
+    #: A, B, C, W as 9 fields each, data the 5th; T as 7; alpha, beta, kslice).
+    _A, _B, _C, _W, _T, _ALPHA, _BETA, _KSLICE, _NPARAMS = 4, 13, 22, 31, 36, 43, 44, 45, 46
+
     def __init__(self, plan: LaunchPlan, kern, variant: str):
         self.plan, self.kern, self.variant = plan, kern, variant
         self.W = self.T = None
-        self.fast = None
+        self.fast = self.drv = None
         self.fast_error = None
         self.path = "numba dispatcher"
+        self._lock = threading.Lock()
         if not kern.simulated and kern.tile.warp_tiled:
+            errors = []
             try:
-                self.fast = _FastLauncher(kern.variants[variant], kern.signature)
-                self.cfg = self.fast.config(plan.grid, kern.tile.threads)
-                self.path = "cuda.core"
-            except Exception as e:  # noqa: BLE001 - fall back to numba's launch
-                self.fast = None
-                self.fast_error = f"{type(e).__name__}: {e}"
+                self._setup_driver()
+                self.path = "cuLaunchKernel"
+            except Exception as e:  # noqa: BLE001 - fall back to cuda.core's launch
+                self.drv = None
+                errors.append(f"cuLaunchKernel: {type(e).__name__}: {e}")
+                try:
+                    self.fast = _FastLauncher(kern.variants[variant], kern.signature)
+                    self.cfg = self.fast.config(plan.grid, kern.tile.threads)
+                    self.path = "cuda.core"
+                except Exception as e2:  # noqa: BLE001 - fall back to numba's launch
+                    self.fast = None
+                    errors.append(f"cuda.core: {type(e2).__name__}: {e2}")
+            self.fast_error = "; ".join(errors) or None
+        self.direct = self.drv is not None or self.fast is not None
+
+    def _setup_driver(self) -> None:
+        p, kern = self.plan, self.kern
+        d = _DriverLauncher(kern.variants[self.variant], kern.signature, p.grid,
+                            kern.tile.threads, self._NPARAMS)
+        W, T = self.workspace()
+        m, n, k = p.m, p.n, p.k
+        vals = (_arr_params(0, m, k) + _arr_params(0, k, n) + _arr_params(0, m, n)
+                + (_arr_params(W.device_ctypes_pointer.value, p.split * m, n)
+                   if W is not None else _arr_params(0, m, n))
+                + _vec_params(T.device_ctypes_pointer.value, T.shape[0]))
+        for i, v in enumerate(vals):
+            d.set_int(i, v)
+        d.set_int(self._KSLICE, p.kslice)             # uint32 in the low 4 bytes
+        self.drv = d
 
     def workspace(self):
         """(W, T): the split-K workspace ((split*m) x n; when not split, None) and the
@@ -387,7 +473,20 @@ class Runner:
         return self.W, self.T
 
     def run_fast(self, pa: int, pb: int, pc: int, alpha: float, beta: float) -> None:
-        """Launch on raw device pointers of C-contiguous A, B, C (fast path only)."""
+        """Launch on raw device pointers of C-contiguous A, B, C (``direct`` only)."""
+        d = self.drv
+        if d is not None:
+            with self._lock:                          # the slots, then the launch
+                s = d.slots
+                s[self._A] = pa
+                s[self._B] = pb
+                s[self._C] = pc
+                if self.W is None:
+                    s[self._W] = pc                   # unsplit: W is C (not read)
+                d.set_f32(self._ALPHA, alpha)
+                d.set_f32(self._BETA, beta)
+                d()
+            return
         p = self.plan
         m, n, k = p.m, p.n, p.k
         if self.T is None:
