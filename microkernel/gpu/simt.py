@@ -357,27 +357,30 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
         with s.block():
             s(f"X[rbase + r, c] = al * {x} + be * X[rbase + r, c]")
 
+    def at_col(col: str, put, v):
+        """The store ``put(v)`` at C's column ``c = col0 + bn + col`` when it is inside C."""
+        s(f"c = col0 + bn + {col}")
+        s("if c < N:")
+        with s.block():
+            put(v)
+
     if loops:
         s(f"for i in range({uTM}):")
         with s.block():
             s(f"r = row0 + am + (i // {uGM}) * {uSM} + i % {uGM}")
             s("if r < M:")
             with s.block():
+                col = f"(j // {uGN}) * {uSN} + j % {uGN}"
                 if vec_out:
                     s(f"for g in range({u(t.tn // 4)}):")
                     with s.block():
                         s(f"j = g * {u(4)}")
-                        s(f"c = col0 + bn + (j // {uGN}) * {uSN} + j % {uGN}")
-                        s("if c < N:")
-                        with s.block():
-                            put4([f"acc[i, j + {u(d)}]" if d else "acc[i, j]" for d in range(4)])
+                        at_col(col, put4, [f"acc[i, j + {u(d)}]" if d else "acc[i, j]"
+                                           for d in range(4)])
                 else:
                     s(f"for j in range({uTN}):")
                     with s.block():
-                        s(f"c = col0 + bn + (j // {uGN}) * {uSN} + j % {uGN}")
-                        s("if c < N:")
-                        with s.block():
-                            put1("acc[i, j]")
+                        at_col(col, put1, "acc[i, j]")
     else:
         for i in range(t.tm):
             s(f"r = row0 + am + {u(rows[i])}")
@@ -385,16 +388,10 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
             with s.block():
                 if vec_out:
                     for j0 in range(0, t.tn, 4):
-                        s(f"c = col0 + bn + {u(cols[j0])}")
-                        s("if c < N:")
-                        with s.block():
-                            put4([f"acc{i}_{j0 + d}" for d in range(4)])
+                        at_col(u(cols[j0]), put4, [f"acc{i}_{j0 + d}" for d in range(4)])
                 else:
                     for j in range(t.tn):
-                        s(f"c = col0 + bn + {u(cols[j])}")
-                        s("if c < N:")
-                        with s.block():
-                            put1(f"acc{i}_{j}")
+                        at_col(u(cols[j]), put1, f"acc{i}_{j}")
     _last_block_reduces(s, u, t, vec)
     name = f"sgemm_{t.name}" + ("" if vec else "_scalar")
     head = f"def {name}(A, B, C, W, T, alpha, beta, kslice):\n"
