@@ -82,12 +82,18 @@ SCAN = {(35, 700, 2048): (1, 2, 4, 8, 16, 32), (128, 1500, 1280): (1, 2, 4, 8, 1
 def scan_extra():
     """Tiles the scan also times with ``--scan-extra``: candidates for AUTO_TILES that
     the 2026-12-01 scan left out (8x4 and 4x8 thread tiles in 64x128 blocks, BK 16,
-    a 128x64 block)."""
+    a 128x64 block), and the cp.async variants of the AUTO tiles (3 and 4 stages; not
+    yet timed on a GPU: ptxas sm_90 fits each without a spill in its float4 form)."""
     from microkernel.gpu.tiles import GpuTile
     return [GpuTile(8, 4, 64, 128, 8, wm=32, wn=32, min_blocks=2),
             GpuTile(4, 8, 64, 128, 8, wm=32, wn=32, min_blocks=2),
             GpuTile(8, 8, 64, 128, 16, wm=32, wn=64, min_blocks=3),
-            GpuTile(8, 8, 128, 64, 8, wm=64, wn=32, min_blocks=2)]
+            GpuTile(8, 8, 128, 64, 8, wm=64, wn=32, min_blocks=2),
+            GpuTile(8, 8, 64, 128, 8, wm=32, wn=64, min_blocks=3, stages=3, copy="async"),
+            GpuTile(8, 8, 64, 128, 8, wm=32, wn=64, min_blocks=3, stages=4, copy="async"),
+            GpuTile(8, 8, 128, 128, 8, wm=32, wn=64, min_blocks=2, stages=3, copy="async"),
+            GpuTile(8, 16, 128, 256, 8, wm=64, wn=64, stages=3, copy="async"),
+            GpuTile(8, 4, 64, 64, 8, wm=32, wn=32, min_blocks=4, stages=4, copy="async")]
 #: Calls per sample of the split-K scan.
 SCAN_CALLS = 20
 #: Shapes of the call-overhead measurement (one plain, one split-K).

@@ -28,6 +28,11 @@ from microkernel.gpu.tiles import DEFAULT_TILE, GpuTile, LEGACY_TILE, parse_warp
 #: 2 warps side by side along N with contiguous thread tiles and one stage.
 T_M = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16)
 T_N = GpuTile(2, 2, 8, 32, 8, wm=8, wn=16, layout="contiguous", stages=1)
+#: The same block shapes with cp.async staging (3 and 2 stages; the simulator copies
+#: at once, so these check the copies' indices, guards and zero-fill and the stage
+#: rotation, not the asynchrony).
+T_MA = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, stages=3, copy="async")
+T_NA = GpuTile(2, 2, 8, 32, 8, wm=8, wn=16, layout="contiguous", stages=2, copy="async")
 
 
 def _operands(m, n, k, seed):
@@ -39,7 +44,7 @@ def _operands(m, n, k, seed):
 
 # -- the warp-tiled kernel ----------------------------------------------------------
 
-@pytest.mark.parametrize("tile", [T_M, T_N], ids=lambda t: t.name)
+@pytest.mark.parametrize("tile", [T_M, T_N, T_MA, T_NA], ids=lambda t: t.name)
 def test_warp_tiled_validation_catalogue(tile):
     """Odd shapes (17x33x5, 1x1x1, 64x40x3, 24^3), alpha/beta, NaN in C with beta=0,
     NaN in A and B with alpha=0, K=0, M=0, N=0, with guard elements around C."""
@@ -64,10 +69,12 @@ def test_flat_source_variant_matches_the_reference(monkeypatch):
         gk.clear_cache()
 
 
-def test_float4_and_scalar_variants():
+@pytest.mark.parametrize("tile", [T_M, T_MA], ids=lambda t: t.name)
+def test_float4_and_scalar_variants(tile):
     """K and N multiples of 4 with aligned operands take the float4 variant (whose
-    simulator loads assert the alignment contract); an operand 4 bytes off a
-    16-byte boundary, or K % 4 != 0, takes the scalar one; both are right."""
+    simulator loads and 16-byte copies assert the alignment contract); an operand 4
+    bytes off a 16-byte boundary, or K % 4 != 0, takes the scalar one; both are right."""
+    T_M = tile                                    # noqa: N806 - the tile under test
     kern = front._resolve_tile(T_M)
     A, B, C0 = _operands(20, 24, 12, 1)
     dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C0)
@@ -97,6 +104,35 @@ def test_simulated_vector_access_contract():
         sim_ldg4(b, 4)                              # (0, 4): columns 4..7 of 6
     sim_st4(a, 16, 1.0, 2.0, 3.0, 4.0)
     assert a[2, :4].tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_simulated_async_copy_contract():
+    from microkernel.gpu.async_copy import sim_cp_async4, sim_cp_async16
+    src = np.arange(24, dtype=np.float32).reshape(3, 8)
+    dst = np.full(8, -1.0, np.float32)
+    sim_cp_async16(dst, 4, src, 12, 16)
+    assert dst[4:].tolist() == [12.0, 13.0, 14.0, 15.0]
+    sim_cp_async16(dst, 4, src, 12, 0)                 # src-size 0: zeros, nothing read
+    assert dst[4:].tolist() == [0.0] * 4
+    sim_cp_async4(dst, 1, src, 9, 4)
+    sim_cp_async4(dst, 2, src, 9, 0)
+    assert dst[:3].tolist() == [-1.0, 9.0, 0.0]
+    with pytest.raises(AssertionError, match="multiple of 4"):
+        sim_cp_async16(dst, 2, src, 12, 16)
+    with pytest.raises(AssertionError, match="crosses a row end"):
+        sim_cp_async16(dst, 0, np.zeros((3, 6), np.float32), 4, 16)
+
+
+def test_async_copy_tile_errors():
+    with pytest.raises(ValueError, match="needs a warp tile"):
+        GpuTile(8, 8, 128, 128, 8, copy="async")
+    with pytest.raises(ValueError, match="stages 2, 3 or 4"):
+        GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, stages=1, copy="async")
+    with pytest.raises(ValueError, match="copy must be"):
+        GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, copy="tma")
+    assert T_MA.name == "gpu_2x2_b16x16x4_w8x16_s3_cpa"
+    src = simt.kernel_source(T_MA, vec=True)
+    assert src.count("cp_commit()") == 3 and "cp_wait1()" in src and "cp_wait0()" in src
 
 
 def test_kernel_source_is_unrolled_and_vectorised():
@@ -166,18 +202,19 @@ def test_shared_layout_is_conflict_free():
 
 # -- split-K --------------------------------------------------------------------------
 
+@pytest.mark.parametrize("tile", [T_M, T_MA], ids=lambda t: t.name)
 @pytest.mark.parametrize("m, n, k, split, alpha, beta", [
     (20, 36, 64, 3, 1.0, 0.0),       # kslice 24: splits of 24, 24, 16
     (17, 33, 29, 2, -1.5, 0.5),      # K % 4 != 0: scalar variant, last split 13
     (16, 16, 40, 5, 2.0, 1.0),       # kslice 8: five full splits
 ])
-def test_split_k(m, n, k, split, alpha, beta):
+def test_split_k(m, n, k, split, alpha, beta, tile):
     A, B, C0 = _operands(m, n, k, m + n + k)
     dA, dB = cuda.to_device(A), cuda.to_device(B)
     outs = []
     for _ in range(2):
         dC = cuda.to_device(C0)
-        front.gemm(dA, dB, dC, alpha=alpha, beta=beta, tile=T_M, split=split)
+        front.gemm(dA, dB, dC, alpha=alpha, beta=beta, tile=tile, split=split)
         outs.append(dC.copy_to_host())
     p = front.gemm.last_plan
     assert p.split == split and p.grid[2] == split
@@ -378,14 +415,45 @@ def _offline_ptx_available():
 
 
 @pytest.mark.skipif(not _offline_ptx_available(), reason="no NVRTC/ptxas for offline PTX")
-def test_default_tile_compiles_without_spills_offline():
+@pytest.mark.parametrize("expr, cap", [
+    ("tiles.DEFAULT_TILE", 128),
+    ("tiles.GpuTile(8, 8, 64, 128, 8, wm=32, wn=64, min_blocks=3, stages=3, copy='async')",
+     168)], ids=["default", "cp.async 3 stages"])
+def test_tile_compiles_without_spills_offline(expr, cap):
     """numba -> PTX -> ptxas for sm_90, no GPU: DEFAULT_TILE's float4 variant fits its
-    128-register cap (2 blocks of 256 threads per SM) with no local memory."""
+    128-register cap (2 blocks of 256 threads per SM) with no local memory; so does a
+    cp.async tile its 168 (3 blocks of 128 threads), and its shared memory is the
+    model's (3 stages)."""
     code = ("import json; from microkernel.gpu import port, kernel, tiles;"
-            "print(json.dumps(port.ptxas_resources(kernel.kernel_for(tiles.DEFAULT_TILE))))")
+            f"t = {expr}; r = port.ptxas_resources(kernel.kernel_for(t));"
+            "print(json.dumps(dict(r, model_smem=t.smem_bytes) if r else None))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env=dict(os.environ, NUMBA_ENABLE_CUDASIM="0"), timeout=300)
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res is not None, r.stderr[-2000:]
-    assert res["regs"] <= 128 and res["local_bytes"] == 0 and res["spill_stores"] == 0
-    assert res["shared_bytes"] == DEFAULT_TILE.smem_bytes
+    assert res["regs"] <= cap and res["local_bytes"] == 0 and res["spill_stores"] == 0
+    assert res["shared_bytes"] == res["model_smem"]
+
+
+def test_driver_launcher_packs_the_parameters_once(monkeypatch):
+    """The cuLaunchKernel path's parameter block (no GPU needed to build it): one
+    8-byte slot per kernel parameter, the pointer array holds the slots' addresses,
+    a float32 lands in the low 4 bytes of its slot; a fake dispatcher stands in for
+    the compiled kernel."""
+    pytest.importorskip("cuda.bindings")
+    from types import SimpleNamespace
+    from microkernel.gpu import launchers
+    fn = SimpleNamespace(handle="H")
+    over = SimpleNamespace(_codelibrary=SimpleNamespace(get_cufunc=lambda: fn))
+    disp = SimpleNamespace(compile=lambda sig: None, overloads={(): over})
+    import numba.cuda.core.sigutils as su
+    monkeypatch.setattr(su, "normalize_signature", lambda sig: ((), None))
+    d = launchers.DriverLauncher(disp, "void()", (3, 2, 1), 128, 5)
+    assert d.handle == "H" and d._dims == (3, 2, 1, 128, 1, 1)
+    d.set_int(1, 0xDEADBEEF)
+    d.set_f32(3, 1.5)
+    base = d.slots.ctypes.data
+    assert d._ptrs.tolist() == [base + 8 * i for i in range(5)]
+    raw = d.slots.view(np.uint8).reshape(5, 8)
+    assert d.slots[1] == 0xDEADBEEF
+    assert raw[3, :4].view(np.float32)[0] == 1.5 and not raw[3, 4:].any()

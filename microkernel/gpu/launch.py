@@ -41,9 +41,10 @@ data, shape, strides; then alpha, beta, kslice), packed once into a buffer of
 "Execution Control": ``kernelParams`` is an array of N pointers to the values).
 A call writes the three data pointers and alpha and beta into their slots and calls
 ``cuda.bindings.driver.cuLaunchKernel``: no per-call argument typing, wrapping or
-packing. Where that is unavailable the parameters go through ``cuda.core.launch``
-(packed per call), and in the simulator or another numba-cuda version through the
-numba dispatcher; :attr:`Runner.path` says which.
+packing (:class:`~microkernel.gpu.launchers.DriverLauncher`). Where that is
+unavailable the parameters go through ``cuda.core.launch`` (packed per call), and in
+the simulator or another numba-cuda version through the numba dispatcher;
+:attr:`Runner.path` says which.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ import threading
 
 import numpy as np
 
+from .launchers import CoreLauncher, DriverLauncher, arr_params, split_buffers, vec_params
 from .occupancy import SM90, SmLimits, busiest_sm_rounds, occupancy
 from .tiles import DEFAULT_TILE, GpuTile
 
@@ -302,104 +304,7 @@ def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
                       tuple(considered), "; ".join(forced))
 
 
-# -- launching -------------------------------------------------------------------------
-
-def _arr_params(ptr: int, rows: int, cols: int) -> tuple:
-    """numba's kernel parameters for a C-contiguous float32 (rows, cols) array:
-    meminfo, parent, size, itemsize, data, shape, strides (bytes)."""
-    return (0, 0, rows * cols, 4, ptr, rows, cols, cols * 4, 4)
-
-
-class _FastLauncher:
-    """``cuda.core.launch`` of one compiled numba kernel with parameters packed by
-    the caller (what numba's ``_Kernel.launch`` does after its argument checks)."""
-
-    def __init__(self, dispatcher, signature: str):
-        from numba.cuda import dispatcher as nd
-        from numba.cuda.core import sigutils
-        from numba.cuda.cudadrv import driver
-        dispatcher.compile(signature)
-        args, _ = sigutils.normalize_signature(signature)
-        kern = dispatcher.overloads[tuple(args)]
-        self.kernel = kern._codelibrary.get_cufunc().kernel
-        self._launch = nd.launch
-        self._config = nd.LaunchConfig
-        self._coop = ({"is_cooperative": False} if getattr(nd, "CUDA_CORE_GE_1_0", True)
-                      else {"cooperative_launch": False})
-        self.stream = driver._to_core_stream(0)
-
-    def config(self, grid, block):
-        return self._config(grid=tuple(grid), block=(block, 1, 1), shmem_size=0,
-                            **self._coop)
-
-    def __call__(self, config, params):
-        self._launch(self.stream, config, self.kernel, *params)
-
-
-class _DriverLauncher:
-    """``cuLaunchKernel`` of one compiled numba kernel on parameters packed once.
-
-    ``slots`` (numpy uint64, one 8-byte slot per kernel parameter: numba passes an
-    array as its 5 + 2*ndim fields, all 8 bytes; a float32 or uint32 scalar sits in
-    the low 4 bytes of its slot, little-endian) holds the values and ``_ptrs`` the
-    address of each slot, the ``void **kernelParams`` of ``cuLaunchKernel``, which
-    copies the values at the launch. Set slots with :meth:`set_int` and
-    :meth:`set_f32` before :meth:`__call__`.
-    """
-
-    def __init__(self, dispatcher, signature: str, grid, block: int, nparams: int):
-        from cuda.bindings import driver as cu
-        from numba.cuda.core import sigutils
-        dispatcher.compile(signature)
-        args, _ = sigutils.normalize_signature(signature)
-        kern = dispatcher.overloads[tuple(args)]
-        self.handle = kern._codelibrary.get_cufunc().handle   # CUkernel (cuLibraryGetKernel)
-        self._cu = cu
-        self._ok = cu.CUresult.CUDA_SUCCESS
-        self.slots = np.zeros(nparams, np.uint64)
-        self._f32 = self.slots.view(np.float32)
-        base = self.slots.ctypes.data
-        self._ptrs = np.array([base + 8 * i for i in range(nparams)], np.uint64)
-        self._pp = int(self._ptrs.ctypes.data)
-        self._dims = (*(int(g) for g in grid), int(block), 1, 1)
-        self._stream = cu.CUstream(0)                           # the legacy default stream
-
-    def set_int(self, i: int, v: int) -> None:
-        self.slots[i] = v
-
-    def set_f32(self, i: int, v: float) -> None:
-        self._f32[2 * i] = v
-
-    def __call__(self) -> None:
-        err, = self._cu.cuLaunchKernel(self.handle, *self._dims, 0, self._stream,
-                                       self._pp, 0)
-        if err != self._ok:
-            raise RuntimeError(f"cuLaunchKernel failed: {err!r}")
-
-
-_ONE_COUNT: list = []    # the count array of every unsplit launch (never read)
-
-
-def split_buffers(tile: GpuTile, m: int, n: int, split: int) -> tuple:
-    """(W, T) for a launch of ``tile`` on an m x n C split ``split`` ways: the
-    workspace ((split*m) x n float32; None when not split) and the tile counts
-    (uint32 zeros, one per block tile; when not split the kernel does not read
-    them, and one 1-element array serves every such launch)."""
-    from .kernel import _import_cuda
-    cuda = _import_cuda()
-    if split == 1:
-        if not _ONE_COUNT:
-            _ONE_COUNT.append(cuda.to_device(np.zeros(1, np.uint32)))
-        return None, _ONE_COUNT[0]
-    gx, gy = tile.grid(m, n)
-    return (cuda.device_array((split * m, n), np.float32),
-            cuda.to_device(np.zeros(gx * gy, np.uint32)))
-
-
-def _vec_params(ptr: int, size: int) -> tuple:
-    """numba's kernel parameters for a contiguous uint32 vector of ``size``."""
-    return (0, 0, size, 4, ptr, size, 4)
-
+# -- launching: microkernel.gpu.launchers ------------------------------------------------
 
 class Runner:
     """A cached launch of one :class:`LaunchPlan`: the kernel variant, the direct
@@ -433,7 +338,7 @@ class Runner:
                 self.drv = None
                 errors.append(f"cuLaunchKernel: {type(e).__name__}: {e}")
                 try:
-                    self.fast = _FastLauncher(kern.variants[variant], kern.signature)
+                    self.fast = CoreLauncher(kern.variants[variant], kern.signature)
                     self.cfg = self.fast.config(plan.grid, kern.tile.threads)
                     self.path = "cuda.core"
                 except Exception as e2:  # noqa: BLE001 - fall back to numba's launch
@@ -444,14 +349,14 @@ class Runner:
 
     def _setup_driver(self) -> None:
         p, kern = self.plan, self.kern
-        d = _DriverLauncher(kern.variants[self.variant], kern.signature, p.grid,
+        d = DriverLauncher(kern.variants[self.variant], kern.signature, p.grid,
                             kern.tile.threads, self._NPARAMS)
         W, T = self.workspace()
         m, n, k = p.m, p.n, p.k
-        vals = (_arr_params(0, m, k) + _arr_params(0, k, n) + _arr_params(0, m, n)
-                + (_arr_params(W.device_ctypes_pointer.value, p.split * m, n)
-                   if W is not None else _arr_params(0, m, n))
-                + _vec_params(T.device_ctypes_pointer.value, T.shape[0]))
+        vals = (arr_params(0, m, k) + arr_params(0, k, n) + arr_params(0, m, n)
+                + (arr_params(W.device_ctypes_pointer.value, p.split * m, n)
+                   if W is not None else arr_params(0, m, n))
+                + vec_params(T.device_ctypes_pointer.value, T.shape[0]))
         for i, v in enumerate(vals):
             d.set_int(i, v)
         d.set_int(self._KSLICE, p.kslice)             # uint32 in the low 4 bytes
@@ -466,9 +371,9 @@ class Runner:
             self.W, self.T = split_buffers(p.tile, p.m, p.n, p.split)
             if not self.kern.simulated:
                 if self.W is not None:
-                    self.wparams = _arr_params(self.W.device_ctypes_pointer.value,
+                    self.wparams = arr_params(self.W.device_ctypes_pointer.value,
                                                p.split * p.m, p.n)
-                self.tparams = _vec_params(self.T.device_ctypes_pointer.value,
+                self.tparams = vec_params(self.T.device_ctypes_pointer.value,
                                            self.T.shape[0])
         return self.W, self.T
 
@@ -491,8 +396,8 @@ class Runner:
         m, n, k = p.m, p.n, p.k
         if self.T is None:
             self.workspace()
-        cp = _arr_params(pc, m, n)
-        self.fast(self.cfg, _arr_params(pa, m, k) + _arr_params(pb, k, n) + cp
+        cp = arr_params(pc, m, n)
+        self.fast(self.cfg, arr_params(pa, m, k) + arr_params(pb, k, n) + cp
                   + (self.wparams if p.split > 1 else cp) + self.tparams
                   + (ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_uint32(p.kslice)))
 

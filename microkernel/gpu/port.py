@@ -79,10 +79,12 @@ from ..validate import C_BOUND, GUARD as _GUARD, U  # noqa: E402
 def estimate_regs(tile: GpuTile) -> int:
     """Registers per thread estimated from the tile (see the module docstring):
     TM*TN accumulators + TM + TN operands (twice with ``pipeline``) + the staged
-    loads held for the next k block (``stages == 2``) + :data:`REG_OVERHEAD`,
+    loads held for the next k block (``stages == 2``, staged through registers) +
+    :data:`REG_OVERHEAD`,
     at most the kernel's register cap (:func:`~microkernel.gpu.kernel.max_registers`)."""
     from .kernel import max_registers
-    prefetch = (tile.a_loads + tile.b_loads) if tile.stages == 2 else 0
+    prefetch = ((tile.a_loads + tile.b_loads) if tile.stages == 2 and tile.copy == "regs"
+                else 0)
     operands = (tile.tm + tile.tn) * (2 if tile.pipeline else 1)
     raw = tile.tm * tile.tn + operands + prefetch + REG_OVERHEAD
     cap = max_registers(tile)

@@ -295,7 +295,10 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
     s("k0 = kb")
     s(f"oa = {u(0)} * kb")
     s(f"ob = {u(0)} * kb")
-    if t.stages == 2:
+    if t.copy == "async":
+        from .simt_async import main_loop
+        main_loop(s, u, t, lay, compute, PA, PB, A4, B4, vec)
+    elif t.stages == 2:
         s(f"if nk > {u(0)}:                       # prologue: k block 0 -> stage 0")
         with s.block():
             loads()
@@ -495,11 +498,14 @@ def _namespace(src: str, sim: bool, cuda) -> dict:
             k, v = line[2:].split(" = np.uint32(")
             ns[k] = np.uint32(int(v.rstrip(")")))
     if sim:
+        from .async_copy import SIM as ASYNC_SIM
         from .intrinsics import SIM
         ns.update(SIM)
+        ns.update(ASYNC_SIM)
     else:
-        from . import intrinsics
+        from . import async_copy, intrinsics
         ns.update(ldg4=intrinsics.ldg4, ld4=intrinsics.ld4, st4=intrinsics.st4)
+        ns.update({n: getattr(async_copy, n) for n in async_copy.NAMES})
     return ns
 
 

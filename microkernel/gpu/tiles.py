@@ -111,9 +111,9 @@ class GpuTile:
         Which rows/columns of the block (warp) tile a thread owns: groups of 4 (2,
         1 when tm/tn is not a multiple of 4) strided over the block (warp) tile
         (16-byte, conflict-free shared loads), or one contiguous tm x tn block.
-    stages : {1, 2}
+    stages : {1, 2}, or 2..4 with ``copy="async"``
         Shared-memory buffers (2: global loads of the next k block overlap the
-        FMAs of this one).
+        FMAs of this one; with asynchronous copies, stages - 1 k blocks are in flight).
     index : {"u32", "i64"}
         Index arithmetic: unsigned 32-bit values (default), or numba's default
         signed int64 (the ablation baseline, with negative-index wrap-around code
@@ -134,6 +134,12 @@ class GpuTile:
         ``bk`` a multiple of 4 up to 32, ``index == "u32"``; the kernel is the
         warp-tiled one of :mod:`microkernel.gpu.simt` (float4 global loads, A
         transposed and skewed in shared memory, k loop fully unrolled, split-K).
+    copy : {"regs", "async"}
+        How the warp-tiled kernel stages A and B: through registers (global loads,
+        then shared stores; default), or with ``cp.async`` copies straight into
+        shared memory (sm_80+; :mod:`microkernel.gpu.async_copy`): A by 4-byte
+        copies into its transposed layout, B by 16-byte copies, ``stages - 1`` k
+        blocks in flight (the multistage pipeline of CUTLASS's sm80 GEMMs).
 
     Raises
     ------
@@ -157,6 +163,7 @@ class GpuTile:
     min_blocks: int = 1
     wm: int = 0
     wn: int = 0
+    copy: str = "regs"
 
     def __post_init__(self):
         for f in ("tm", "tn", "bm", "bn", "bk"):
@@ -183,7 +190,14 @@ class GpuTile:
             raise ValueError(f"pipeline must be a bool, got {self.pipeline!r}")
         if self.index not in ("u32", "i64"):
             raise ValueError(f"index must be 'u32' or 'i64', got {self.index!r}")
-        if self.stages not in (1, 2):
+        if self.copy not in ("regs", "async"):
+            raise ValueError(f"copy must be 'regs' or 'async', got {self.copy!r}")
+        if self.copy == "async":
+            if not self.wm:
+                raise ValueError("copy='async' needs a warp tile (the warp-tiled kernel)")
+            if self.stages not in (2, 3, 4):
+                raise ValueError(f"copy='async' needs stages 2, 3 or 4, got {self.stages!r}")
+        elif self.stages not in (1, 2):
             raise ValueError(f"stages must be 1 or 2, got {self.stages!r}")
         if self.wm or self.wn:
             self._check_warp(nt)
@@ -300,8 +314,8 @@ class GpuTile:
 
     @property
     def name(self) -> str:
-        """``gpu_<tm>x<tn>_b<bm>x<bn>x<bk>`` (+ ``_w<wm>x<wn>``, ``_contig``, ``_s1``,
-        ``_i64``, ``_p2``, ``_mb<n>`` when not the default)."""
+        """``gpu_<tm>x<tn>_b<bm>x<bn>x<bk>`` (+ ``_w<wm>x<wn>``, ``_contig``, ``_s<n>``,
+        ``_i64``, ``_p2``, ``_mb<n>``, ``_cpa`` when not the default)."""
         s = f"gpu_{self.tm}x{self.tn}_b{self.bm}x{self.bn}x{self.bk}"
         if self.wm:
             s += f"_w{self.wm}x{self.wn}"
@@ -315,6 +329,8 @@ class GpuTile:
             s += "_p2"
         if self.min_blocks > 1:
             s += f"_mb{self.min_blocks}"
+        if self.copy == "async":
+            s += "_cpa"
         return s
 
     def grid(self, m: int, n: int) -> tuple[int, int]:
