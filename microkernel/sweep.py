@@ -160,7 +160,7 @@ def _prepare(specs, default, progress):
 
 def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbench",
           scale: int = 1, threads: int = 1, max_shapes: int = 16,
-          margin: float = stats.DEFAULT_MARGIN, budget: float = 90.0,
+          margin: float = stats.DEFAULT_MARGIN, budget: float = 110.0,
           min_rounds: int = 5, max_rounds: int = 40, l1_rounds: int = 9,
           min_time: float = 0.02, peers=None, seed: int = 0, progress=None,
           blocking_search: bool = False, types: str | None = None) -> dict:

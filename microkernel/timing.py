@@ -205,15 +205,24 @@ class Race:
     ``budget`` seconds of the injected clock are spent, whichever comes first; never
     fewer than ``min_rounds``. From
     ``min_rounds`` on, a contender found *behind* the leader (:func:`stats.verdict`)
-    is dropped: it is no longer timed. References are timed every round and never
-    ranked."""
+    is dropped: it is no longer timed. Before that, from ``early_rounds`` on, only a
+    contender *far* behind is dropped: the upper end of its interval below
+    ``1 - early_factor * margin`` (with 3 rounds the interval is about the range of
+    the per-round ratios, so every round must have put it that far behind), which
+    leaves the budget to the rounds that separate the leaders. References are timed
+    every round and never ranked."""
 
     def __init__(self, rounds: Rounds, *, margin: float = stats.DEFAULT_MARGIN,
                  level: float = stats.DEFAULT_LEVEL, min_rounds: int = 5,
                  max_rounds: int = 60, budget: float | None = None,
-                 n_boot: int = 1000):
+                 n_boot: int = 1000, early_rounds: int = 3, early_factor: float = 3.0):
         if min_rounds < 2:
             raise ValueError(f"min_rounds must be >= 2, got {min_rounds}")
+        if early_rounds < 2:
+            raise ValueError(f"early_rounds must be >= 2, got {early_rounds}")
+        if not early_factor >= 1:
+            raise ValueError(f"early_factor must be >= 1, got {early_factor}")
+        self.early_rounds, self.early_factor = early_rounds, early_factor
         if max_rounds < min_rounds:
             raise ValueError(f"max_rounds ({max_rounds}) < min_rounds ({min_rounds})")
         if budget is not None and not budget > 0:
@@ -241,6 +250,16 @@ class Race:
         behind = tuple(n for n in comps if comps[n].status == "behind")
         return stats.Verdict(v.leader, ties, behind, comps, v.margin, v.level)
 
+    def _drop_far_behind(self) -> None:
+        """The early rounds' rule (see the class docstring)."""
+        v = self.current()
+        floor = 1 - self.early_factor * self.margin
+        for name in list(self.active):
+            c = v.comparisons.get(name)
+            if name != v.leader and c is not None and c.vs_leader.hi < floor:
+                self.active.remove(name)
+                self.dropped[name] = self.r.rounds
+
     def run(self) -> RaceResult:
         start = self.r.clock()
         stopped = "max_rounds"
@@ -250,6 +269,8 @@ class Race:
             self.r.round(self.active)
             last = self.r.clock() - t0
             if self.r.rounds < self.min_rounds:
+                if self.r.rounds >= self.early_rounds:
+                    self._drop_far_behind()
                 continue
             v = self.current()
             for name in v.behind:

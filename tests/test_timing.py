@@ -114,7 +114,7 @@ def test_a_tie_within_the_margin_is_called_a_tie():
     res = race.run()
     v = res.verdict
     assert set(v.ties) == {"a", "b"} and not v.separated
-    assert v.behind == ("c",) and res.dropped == {"c": 6}
+    assert v.behind == ("c",) and res.dropped == {"c": 3}   # 33% behind: dropped early
     assert res.stopped == "equivalent"      # b shown to be within 3% of a ...
     assert res.rounds == 12                 # ... checked from 2 x min_rounds on
     assert v.summary().startswith("tie: ")
@@ -142,6 +142,27 @@ def test_a_slow_spell_on_one_contender_does_not_flip_the_ranking():
     assert a_times[3] / np.median(a_times) == pytest.approx(3.0)
     assert a_times[5] / np.median(a_times) == pytest.approx(4.0)
     assert b_times[5] / np.median(b_times) == pytest.approx(4.0)
+
+
+def test_early_rounds_drop_only_the_far_behind():
+    """From round 3 (early_rounds) to min_rounds, only a contender whose interval lies
+    wholly below 1 - 3 x margin (here 0.91) goes: 'far' (0.80 of the leader) after
+    round 3; 'near' (0.95: behind, but within 3 margins) stays until min_rounds = 6,
+    when the ordinary rule drops it. A race with early_rounds = min_rounds keeps both
+    until then."""
+    def race(**kw):
+        clock = FakeClock()
+        cs = [fake(clock, n, t, shape=s, noise=0.005) for s in ("p", "q")
+              for n, t in (("lead", 0.0200), ("near", 0.0200 / 0.95), ("far", 0.025))]
+        return Race(rounds(clock, cs), margin=0.03, min_rounds=6, max_rounds=20, **kw).run()
+    res = race()
+    assert res.dropped == {"far": 3, "near": 6}
+    assert res.verdict.leader == "lead" and res.stopped == "separated"
+    assert race(early_rounds=6).dropped == {"far": 6, "near": 6}
+    with pytest.raises(ValueError, match="early_rounds"):
+        race(early_rounds=1)
+    with pytest.raises(ValueError, match="early_factor"):
+        race(early_factor=0.5)
 
 
 def test_the_budget_stops_the_race_after_min_rounds():

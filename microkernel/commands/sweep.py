@@ -36,8 +36,8 @@ def add_arguments(p) -> None:
                    help="at most this many enumerated tile shapes (default 16)")
     p.add_argument("--margin", type=fraction, default=DEFAULT_MARGIN,
                    help="speed difference below which tiles tie (default 3%%; 0.03 or 3%%)")
-    p.add_argument("--budget", type=nonneg_float, default=90.0,
-                   help="seconds the workload race may take (default 90)")
+    p.add_argument("--budget", type=nonneg_float, default=110.0,
+                   help="seconds the workload race may take (default 110)")
     p.add_argument("--rounds", type=positive_int, default=40,
                    help="most rounds of the workload race (default 40)")
     p.add_argument("--min-time", type=nonneg_float, default=0.02,
