@@ -262,7 +262,8 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
            "race": {"rounds": result.rounds, "stopped": result.stopped,
                     "seconds": result.seconds, "budget": budget, "margin": margin,
                     "level": v.level, "min_rounds": min_rounds, "max_rounds": max_rounds,
-                    "dropped": result.dropped, "min_time": min_time},
+                    "dropped": result.dropped, "revived": result.revived,
+                    "min_time": min_time},
            "samples": {"l1": l1.samples(), "workload": rounds.samples()}}
     if workload == "minilm" and types == "f32":
         from .dispatch import get_kernel

@@ -197,6 +197,7 @@ class RaceResult:
     rounds: int
     seconds: float
     dropped: dict          # name -> round after which it was dropped
+    revived: dict = dataclasses.field(default_factory=dict)   # name -> rounds it came back
 
 
 class Race:
@@ -209,7 +210,9 @@ class Race:
     contender *far* behind is dropped: the upper end of its interval below
     ``1 - early_factor * margin`` (with 3 rounds the interval is about the range of
     the per-round ratios, so every round must have put it that far behind), which
-    leaves the budget to the rounds that separate the leaders. References are timed
+    leaves the budget to the rounds that separate the leaders. A dropped contender
+    that is no longer shown to be behind the leader (the leader changed: a slow
+    spell had hit it) is timed again from the next round. References are timed
     every round and never ranked."""
 
     def __init__(self, rounds: Rounds, *, margin: float = stats.DEFAULT_MARGIN,
@@ -237,18 +240,14 @@ class Race:
             raise ValueError("a race needs at least one contender that is not a reference")
         self.active = list(self.ranked)
         self.dropped: dict[str, int] = {}
+        self.revived: dict[str, list[int]] = {}
 
     def current(self) -> stats.Verdict:
-        """The verdict over the rounds so far (dropped contenders stay behind)."""
-        v = stats.verdict(self.r.matrices(self.ranked), margin=self.margin, level=self.level,
-                          n_boot=self.n_boot, eligible=self.active)
-        if not self.dropped:
-            return v
-        comps = {n: (stats.Comparison(n, c.vs_leader, "behind") if n in self.dropped else c)
-                 for n, c in v.comparisons.items()}
-        ties = tuple(n for n in v.ties if n not in self.dropped)
-        behind = tuple(n for n in comps if comps[n].status == "behind")
-        return stats.Verdict(v.leader, ties, behind, comps, v.margin, v.level)
+        """The verdict over the rounds so far, the leader among the active contenders;
+        a dropped one is compared with it over the rounds both were timed in (tied
+        when that does not show it behind: the race then times it again)."""
+        return stats.verdict(self.r.matrices(self.ranked), margin=self.margin,
+                             level=self.level, n_boot=self.n_boot, eligible=self.active)
 
     def _drop_far_behind(self) -> None:
         """The early rounds' rule (see the class docstring)."""
@@ -277,6 +276,10 @@ class Race:
                 if name in self.active:
                     self.active.remove(name)
                     self.dropped[name] = self.r.rounds
+            for name in [n for n in self.dropped if n not in v.behind]:
+                del self.dropped[name]              # not behind this leader: back in
+                self.active.append(name)
+                self.revived.setdefault(name, []).append(self.r.rounds)
             if len(self.active) == 1:
                 stopped = "separated"
                 break
@@ -289,4 +292,4 @@ class Race:
                 stopped = "budget"
                 break
         return RaceResult(self.current(), stopped, self.r.rounds, self.r.clock() - start,
-                          dict(self.dropped))
+                          dict(self.dropped), {n: list(r) for n, r in self.revived.items()})

@@ -165,6 +165,27 @@ def test_early_rounds_drop_only_the_far_behind():
         race(early_factor=0.5)
 
 
+def test_a_tile_dropped_against_a_passing_leader_is_timed_again():
+    """'a' is the fastest (0.0190) but noisy and 10% slower in rounds 0-5, so the steady
+    'b' (0.0200) leads at first and 'c' (0.0208, 4% behind 'b') is dropped against it.
+    Once 'a' leads, the rounds 'c' was timed in (a's slow ones) do not show 'c' behind
+    'a': 'c' is timed again until they do, and in the final verdict 'behind' means an
+    interval below 1 - margin. (A spell that makes a contender look far behind in all
+    of its first rounds still drops it for good: the race cannot see past it.)"""
+    clock = FakeClock()
+    spell = lambda r: 1.10 if r < 6 else 1.0  # noqa: E731
+    cs = [fake(clock, "a", 0.0190, shape=s, noise=0.04, spell=spell) for s in ("p", "q")]
+    cs += [fake(clock, n, t, shape=s, noise=0.002) for s in ("p", "q")
+           for n, t in (("b", 0.0200), ("c", 0.0208))]
+    res = Race(rounds(clock, cs), margin=0.03, min_rounds=5, max_rounds=40).run()
+    v = res.verdict
+    assert v.leader == "a" and res.revived.get("c")
+    assert res.dropped["c"] > res.revived["c"][0] and "c" in v.behind
+    assert v.comparisons["c"].vs_leader.rounds > res.revived["c"][0]
+    for n, c in v.comparisons.items():
+        assert (c.status == "behind") == (n != v.leader and c.vs_leader.hi < 0.97)
+
+
 def test_the_budget_stops_the_race_after_min_rounds():
     clock = FakeClock()
     cs = [fake(clock, n, 0.02, noise=0.02, shape="p") for n in "ab"]
