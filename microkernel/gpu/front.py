@@ -66,10 +66,12 @@ def _as_device(x):
 
 def _meta(x, kind: str):
     """(data pointer, C-contiguous) of a device array of the given kind."""
-    if kind == "numba":                     # attributes, not numba's computed flags
+    if kind == "numba":
         sh, st = x.shape, x.strides
-        contig = len(sh) != 2 or ((sh[1] <= 1 or st[1] == 4)
-                                  and (sh[0] <= 1 or st[0] == 4 * sh[1]))
+        if len(sh) != 2 or x.dtype.itemsize != 4:
+            contig = x.is_c_contiguous()
+        else:                               # float32 matrices: from the attributes
+            contig = ((sh[1] <= 1 or st[1] == 4) and (sh[0] <= 1 or st[0] == 4 * sh[1]))
         return x.gpu_data.device_pointer_value or 0, contig
     if kind == "cupy":
         return x.data.ptr, x.flags.c_contiguous

@@ -71,10 +71,10 @@ FMA_PER_CLOCK = 128
 #: Fraction of the FMA peak an SM sustains on the kernel's main loop.
 SM_EFFICIENCY = 0.75
 #: Resident warps per SM from which the main loop runs at that rate: with one warp per
-#: sub-partition every issue slot must be an FMA, and a block of 4 warps alone on an SM
-#: ran at 0.86-0.93 of the same tile with a second block beside it (split-K 2; the
-#: tile scan of ``bench/gpu_simt.py`` on the H200, 2026-12-01: 1024^3 in 64x128
-#: blocks 65.7 us unsplit, 61.6 us split 2), so 6.
+#: sub-partition every issue slot must be an FMA. A 4-warp block alone on each SM was
+#: slower than two such blocks per SM with half the k each, even counting the split's
+#: reduction (the H200 tile scan of 2026-12-01, bench/results/h200/simt_tiles.md:
+#: 1024^3 in 64x128 blocks 65.7 us unsplit, 61.6 us split 2); 6 fits that scan best.
 SATURATION_WARPS = 6
 #: Relative rate of the main loop per (thread tile, block tile) = (tm, tn, bm, bn):
 #: smaller blocks move more data from L2 per FMA, smaller thread tiles issue more
