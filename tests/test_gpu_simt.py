@@ -74,12 +74,11 @@ def test_float4_and_scalar_variants(tile):
     """K and N multiples of 4 with aligned operands take the float4 variant (whose
     simulator loads and 16-byte copies assert the alignment contract); an operand 4
     bytes off a 16-byte boundary, or K % 4 != 0, takes the scalar one; both are right."""
-    T_M = tile                                    # noqa: N806 - the tile under test
-    kern = front._resolve_tile(T_M)
+    kern = front._resolve_tile(tile)
     A, B, C0 = _operands(20, 24, 12, 1)
     dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C0)
     assert kern.variant_for(dA, dB, dC) == "vec"
-    front.gemm(dA, dB, dC, alpha=1.5, beta=-1.0, tile=T_M)
+    front.gemm(dA, dB, dC, alpha=1.5, beta=-1.0, tile=tile)
     got = dC.copy_to_host()
     assert np.all(np.abs(got - _ref(A, B, C0, 1.5, -1.0)) <= _bound(A, B, C0, 1.5, -1.0))
     buf = cuda.to_device(np.zeros(20 * 12 + 1, np.float32))
@@ -87,7 +86,7 @@ def test_float4_and_scalar_variants(tile):
     dA1.copy_to_device(A)
     assert kern.variant_for(dA1, dB, dC) == "scalar"
     dC.copy_to_device(C0)
-    front.gemm(dA1, dB, dC, alpha=1.5, beta=-1.0, tile=T_M)
+    front.gemm(dA1, dB, dC, alpha=1.5, beta=-1.0, tile=tile)
     assert np.all(np.abs(dC.copy_to_host() - _ref(A, B, C0, 1.5, -1.0))
                   <= _bound(A, B, C0, 1.5, -1.0))
     A5 = np.ascontiguousarray(A[:, :5])

@@ -36,16 +36,15 @@ def _make():
     from numba import types
     from numba.cuda.extending import intrinsic
 
+    from .intrinsics import element_ptr
+
     i32 = ir.IntType(32)
     i64 = ir.IntType(64)
     void = ir.VoidType()
 
     def _addr(context, builder, aryty, idxty, ary, idx):
         """The generic address (i64) of ``ary.flat[idx]``."""
-        data = context.make_array(aryty)(context, builder, value=ary).data
-        if idx.type.width < 64:
-            idx = builder.sext(idx, i64) if idxty.signed else builder.zext(idx, i64)
-        return builder.ptrtoint(builder.gep(data, [idx]), i64)
+        return builder.ptrtoint(element_ptr(context, builder, aryty, idxty, ary, idx), i64)
 
     def _copy(size: int, cache: str):
         asm = ir.InlineAsm(

@@ -24,7 +24,18 @@ Importing this module imports numba-cuda (call it only from a kernel factory).
 """
 from __future__ import annotations
 
-__all__ = ["ldg4", "ld4", "st4", "SIM", "sim_ldg4", "sim_st4"]
+__all__ = ["ldg4", "ld4", "st4", "SIM", "sim_ldg4", "sim_st4", "element_ptr"]
+
+
+def element_ptr(context, builder, aryty, idxty, ary, idx):
+    """LLVM IR (inside an intrinsic's codegen): the generic pointer to ``ary.flat[idx]``
+    (the index widened to 64 bits by its signedness)."""
+    from llvmlite import ir
+    data = context.make_array(aryty)(context, builder, value=ary).data
+    if idx.type.width < 64:
+        i64 = ir.IntType(64)
+        idx = builder.sext(idx, i64) if idxty.signed else builder.zext(idx, i64)
+    return builder.gep(data, [idx])
 
 
 def _make():
@@ -34,13 +45,9 @@ def _make():
 
     f32 = ir.FloatType()
     v4 = ir.VectorType(f32, 4)
-    i64 = ir.IntType(64)
 
     def _vec_ptr(context, builder, aryty, idxty, ary, idx):
-        data = context.make_array(aryty)(context, builder, value=ary).data
-        if idx.type.width < 64:
-            idx = builder.sext(idx, i64) if idxty.signed else builder.zext(idx, i64)
-        ptr = builder.gep(data, [idx])
+        ptr = element_ptr(context, builder, aryty, idxty, ary, idx)
         gptr = builder.addrspacecast(ptr, ir.PointerType(f32, 1))
         return builder.bitcast(gptr, ir.PointerType(v4, 1))
 

@@ -351,12 +351,10 @@ class Runner:
         p, kern = self.plan, self.kern
         d = DriverLauncher(kern.variants[self.variant], kern.signature, p.grid,
                             kern.tile.threads, self._NPARAMS)
-        W, T = self.workspace()
+        W, _ = self.workspace()                       # and its wparams / tparams
         m, n, k = p.m, p.n, p.k
         vals = (arr_params(0, m, k) + arr_params(0, k, n) + arr_params(0, m, n)
-                + (arr_params(W.device_ctypes_pointer.value, p.split * m, n)
-                   if W is not None else arr_params(0, m, n))
-                + vec_params(T.device_ctypes_pointer.value, T.shape[0]))
+                + (self.wparams if W is not None else arr_params(0, m, n)) + self.tparams)
         for i, v in enumerate(vals):
             d.set_int(i, v)
         d.set_int(self._KSLICE, p.kslice)             # uint32 in the low 4 bytes
