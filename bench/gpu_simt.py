@@ -81,19 +81,20 @@ SCAN = {(35, 700, 2048): (1, 2, 4, 8, 16, 32), (128, 1500, 1280): (1, 2, 4, 8, 1
 
 def scan_extra():
     """Tiles the scan also times with ``--scan-extra``: candidates for AUTO_TILES that
-    the 2026-12-01 scan left out (8x4 and 4x8 thread tiles in 64x128 blocks, BK 16,
-    a 128x64 block), and the cp.async variants of the AUTO tiles (3 and 4 stages; not
-    yet timed on a GPU: ptxas sm_90 fits each without a spill in its float4 form)."""
+    the 2026-12-01 scans left out (8x4 and 4x8 thread tiles in 64x128 blocks, BK 16,
+    a 128x64 block). The cp.async variants of the AUTO tiles (``copy="async"``, 3 and 4
+    stages) were timed here on 2026-12-01 (``bench/results/h200/simt_cpa_scan.json``): 10-25%
+    slower than the register-staged tiles on every scanned shape, so no longer timed."""
     from microkernel.gpu.tiles import GpuTile
     return [GpuTile(8, 4, 64, 128, 8, wm=32, wn=32, min_blocks=2),
             GpuTile(4, 8, 64, 128, 8, wm=32, wn=32, min_blocks=2),
             GpuTile(8, 8, 64, 128, 16, wm=32, wn=64, min_blocks=3),
-            GpuTile(8, 8, 128, 64, 8, wm=64, wn=32, min_blocks=2),
-            GpuTile(8, 8, 64, 128, 8, wm=32, wn=64, min_blocks=3, stages=3, copy="async"),
-            GpuTile(8, 8, 64, 128, 8, wm=32, wn=64, min_blocks=3, stages=4, copy="async"),
-            GpuTile(8, 8, 128, 128, 8, wm=32, wn=64, min_blocks=2, stages=3, copy="async"),
-            GpuTile(8, 16, 128, 256, 8, wm=64, wn=64, stages=3, copy="async"),
-            GpuTile(8, 4, 64, 64, 8, wm=32, wn=32, min_blocks=4, stages=4, copy="async")]
+            GpuTile(8, 8, 128, 64, 8, wm=64, wn=32, min_blocks=2)]
+
+
+#: With ``--scan-extra``: large shapes the scan also times (split 1), where the block
+#: rasterization (``--group-m``) can matter: B is read once per wave from HBM.
+SCAN_LARGE = {(4096, 4096, 4096): (1,), (8192, 8192, 8192): (1,), (5124, 700, 2048): (1, 2)}
 #: Calls per sample of the split-K scan.
 SCAN_CALLS = 20
 #: Shapes of the call-overhead measurement (one plain, one split-K).
@@ -446,13 +447,13 @@ def table_part(result: dict, args, tile_names: dict) -> dict:
 
 # -- 5. split-K scan ---------------------------------------------------------------------
 
-def splitk_part(extra: bool = False) -> dict:
+def splitk_part(extra: bool = False, others=()) -> dict:
     import torch
     from numba import cuda
     from microkernel.gpu import front, launch
     timer = Timer()
     out = {}
-    for (m, n, k), splits in SCAN.items():
+    for (m, n, k), splits in {**SCAN, **(SCAN_LARGE if extra else {})}.items():
         if elapsed() > BUDGET_S - 45:
             break
         A = torch.rand((m, k), device="cuda") - 0.5
@@ -461,7 +462,7 @@ def splitk_part(extra: bool = False) -> dict:
         dA, dB, dC = cuda.as_cuda_array(A), cuda.as_cuda_array(B), cuda.as_cuda_array(C)
         auto = launch.plan_launch(m, n, k, limits=launch.device_limits())
         rows = []
-        for t in list(launch.AUTO_TILES) + (scan_extra() if extra else []):
+        for t in list(launch.AUTO_TILES) + list(others) + (scan_extra() if extra else []):
             if elapsed() > BUDGET_S + 60:           # the extra tiles' compiles: stop in time
                 rows.append({"tile": t.name, "skipped": "time budget"})
                 continue
@@ -772,10 +773,21 @@ def main(argv=None) -> int:
     ap.add_argument("--scan-extra", action="store_true",
                     help="the tile/split scan also times scan_extra()'s tiles")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--group-m", type=int, default=0,
+                    help="run with the AUTO_TILES grouped by this many block rows "
+                         "(GpuTile.group_m); the scan also times them ungrouped")
     args = ap.parse_args(argv)
     outdir = pathlib.Path(os.environ.get("OUT") or "out")
     outdir.mkdir(parents=True, exist_ok=True)
     r: dict = {"argv": sys.argv[1:]}
+    others = ()
+    if args.group_m:
+        import dataclasses
+        from microkernel.gpu import launch
+        others = tuple(launch.AUTO_TILES)
+        launch.AUTO_TILES = tuple(dataclasses.replace(t, group_m=args.group_m)
+                                  for t in others)
+        r["auto_tiles"] = [t.name for t in launch.AUTO_TILES]
     part(r, "env")(env_part)
     sms = r["env"].get("sm_count", 132) if isinstance(r.get("env"), dict) else 132
     variants = variant_list(args.quick)
@@ -785,7 +797,7 @@ def main(argv=None) -> int:
     part(r, "table")(lambda: table_part(r, args, tile_names))
     part(r, "overhead")(overhead_part)
     if elapsed() < BUDGET_S - 45:
-        part(r, "splitk")(splitk_part, args.scan_extra)
+        part(r, "splitk")(splitk_part, args.scan_extra, others)
     else:
         r["splitk"] = {"error": "skipped: time budget"}
     if elapsed() < BUDGET_S - 40:

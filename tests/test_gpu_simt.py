@@ -33,6 +33,8 @@ T_N = GpuTile(2, 2, 8, 32, 8, wm=8, wn=16, layout="contiguous", stages=1)
 #: rotation, not the asynchrony).
 T_MA = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, stages=3, copy="async")
 T_NA = GpuTile(2, 2, 8, 32, 8, wm=8, wn=16, layout="contiguous", stages=2, copy="async")
+#: T_M with grouped rasterization: 3 block rows per group (gpu/raster.py).
+T_MG = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, group_m=3)
 
 
 def _operands(m, n, k, seed):
@@ -44,7 +46,7 @@ def _operands(m, n, k, seed):
 
 # -- the warp-tiled kernel ----------------------------------------------------------
 
-@pytest.mark.parametrize("tile", [T_M, T_N, T_MA, T_NA], ids=lambda t: t.name)
+@pytest.mark.parametrize("tile", [T_M, T_N, T_MA, T_NA, T_MG], ids=lambda t: t.name)
 def test_warp_tiled_validation_catalogue(tile):
     """Odd shapes (17x33x5, 1x1x1, 64x40x3, 24^3), alpha/beta, NaN in C with beta=0,
     NaN in A and B with alpha=0, K=0, M=0, N=0, with guard elements around C."""
@@ -173,10 +175,29 @@ def test_warp_tile_ownership():
     (dict(tm=2, tn=2, bm=16, bn=16, bk=4, wm=8, wn=16, index="i64"), "u32"),
     (dict(tm=2, tn=2, bm=16, bn=16, bk=4, wm=8), "wn"),
     (dict(tm=2, tn=2, bm=24, bn=16, bk=4, wm=16, wn=8), "not a multiple of the warp"),
+    (dict(tm=2, tn=2, bm=16, bn=16, bk=4, wm=8, wn=16, group_m=0), "group_m"),
+    (dict(tm=2, tn=2, bm=16, bn=16, bk=4, group_m=2), "needs a warp tile"),
 ])
 def test_warp_tile_errors(kw, match):
     with pytest.raises(ValueError, match=match):
         GpuTile(**kw)
+
+
+@pytest.mark.parametrize("m, n, split", [(80, 48, 1), (80, 48, 2), (16, 80, 1)])
+def test_grouped_rasterization_covers_every_tile_once(m, n, split):
+    """group_m=3 on 16x16 blocks: m=80 gives 5 block rows, so a full group of 3 and
+    a last group of 2 (3 block columns); m=16, one row: groups of 1. Every element of
+    C must be written once with the right value: C0 is NaN, beta=0, so a tile that no
+    block computed stays NaN and fails the bound."""
+    assert T_MG.name == "gpu_2x2_b16x16x4_w8x16_g3"
+    A, B, _ = _operands(m, n, 20, 7)
+    C0 = np.full((m, n), np.nan, np.float32)
+    dC = cuda.to_device(C0)
+    front.gemm(cuda.to_device(A), cuda.to_device(B), dC, beta=0.0, tile=T_MG, split=split)
+    out = dC.copy_to_host()
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    bound = 2 * (20 + 2) * 2.0 ** -24 * (np.abs(A).astype(np.float64) @ np.abs(B))
+    assert np.all(np.abs(out - ref) <= bound)
 
 
 def test_shared_layout_is_conflict_free():

@@ -5,6 +5,7 @@ loop and the pipelined one, see docs/gpu-tensor-cores.md), compiled by
 from __future__ import annotations
 
 from .mma_tile import MmaTile
+from .raster import BLOCK_INDEX
 
 __all__ = ["source", "signature"]
 
@@ -384,19 +385,6 @@ def _copy_setup_src(tile: MmaTile) -> str:
     return "\n".join(L)
 
 
-_BLOCK_INDEX = {
-    False: """    bm_i = uint32(cuda.blockIdx.y)
-    bn_i = uint32(cuda.blockIdx.x)""",
-    True: """    gx = uint32(cuda.gridDim.x)
-    pid = uint32(uint32(cuda.blockIdx.y) * gx + uint32(cuda.blockIdx.x))
-    per = uint32(GROUP * gx)
-    first = uint32((pid // per) * GROUP)
-    size = uint32(min(uint32(cuda.gridDim.y) - first, GROUP))
-    rem = uint32(pid % per)
-    bm_i = uint32(first + rem % size)
-    bn_i = uint32(rem // size)""",
-}
-
 _PIPE_TEMPLATE = _HEADER + """{block_index}
     row0 = uint32(bm_i * BM)
     col0 = uint32(bn_i * BN)
@@ -471,7 +459,7 @@ def _pipe_source(tile: MmaTile, zero: str) -> str:
             else "cuda.shared.array(WORDS, uint32, alignment=ALIGN)")
     first = "\n".join(_frag_load_src(tile, 0, 0, "    ", inv))
     return _PIPE_TEMPLATE.format(
-        name=tile.name, block_index=_BLOCK_INDEX[tile.group_m > 1], smem_decl=decl,
+        name=tile.name, block_index=BLOCK_INDEX[tile.group_m > 1], smem_decl=decl,
         lane_offsets=_lane_offsets_src(tile, inv), copy_setup=_copy_setup_src(tile),
         zero=zero, copy_prologue=_copy_src(tile, " " * 8), first_load=first,
         body=_pipe_body_src(tile), epilogue=_epilogue_src(tile))
@@ -488,7 +476,7 @@ def source(tile: MmaTile) -> str:
                            copy=_simple_copy_src(tile, "A") + "\n" + _simple_copy_src(tile, "B"))
     if tile.group_m > 1:
         src = src.replace("""    row0 = uint32(cuda.blockIdx.y) * BM
-    col0 = uint32(cuda.blockIdx.x) * BN""", _BLOCK_INDEX[True] + """
+    col0 = uint32(cuda.blockIdx.x) * BN""", BLOCK_INDEX[True] + """
     row0 = uint32(bm_i * BM)
     col0 = uint32(bn_i * BN)""")
     if tile.dynamic_smem:

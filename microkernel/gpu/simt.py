@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .raster import BLOCK_INDEX
 from .tiles import WARP_SIZE, GpuTile
 
 __all__ = ["SIGNATURE", "kernel_source", "build", "LOOPS", "bank_report"]
@@ -143,8 +144,14 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
     s("N = uint32(C.shape[1])")
     s("K = uint32(A.shape[1])")
     s("tid = uint32(cuda.threadIdx.x)")
-    s(f"row0 = uint32(cuda.blockIdx.y) * {u(BM)}")
-    s(f"col0 = uint32(cuda.blockIdx.x) * {u(BN)}")
+    if t.group_m > 1:                    # grouped rasterization (gpu/raster.py)
+        for line in BLOCK_INDEX[True].splitlines():
+            s(line.strip().replace("GROUP", u(t.group_m)))
+        s(f"row0 = bm_i * {u(BM)}")
+        s(f"col0 = bn_i * {u(BN)}")
+    else:
+        s(f"row0 = uint32(cuda.blockIdx.y) * {u(BM)}")
+        s(f"col0 = uint32(cuda.blockIdx.x) * {u(BN)}")
     s("z = uint32(cuda.blockIdx.z)")
     s(f"split = uint32(cuda.gridDim.z) > {u(1)}")
     s("kb = z * kslice                       # this split's k range [kb, ke)")

@@ -140,6 +140,12 @@ class GpuTile:
         shared memory (sm_80+; :mod:`microkernel.gpu.async_copy`): A by 4-byte
         copies into its transposed layout, B by 16-byte copies, ``stages - 1`` k
         blocks in flight (the multistage pipeline of CUTLASS's sm80 GEMMs).
+    group_m : int
+        Block rasterization of the warp-tiled kernel: consecutive blocks walk
+        ``group_m`` block rows down a column of blocks before moving right, so that
+        the blocks resident at once share A's and B's slices in L2 (the grouped
+        ordering of Triton's matmul tutorial, "L2 Cache Optimizations"; the mma
+        kernel's ``MmaTile.group_m``); 1 (default) = row-major, blockIdx.x along N.
 
     Raises
     ------
@@ -164,6 +170,7 @@ class GpuTile:
     wm: int = 0
     wn: int = 0
     copy: str = "regs"
+    group_m: int = 1
 
     def __post_init__(self):
         for f in ("tm", "tn", "bm", "bn", "bk"):
@@ -192,6 +199,10 @@ class GpuTile:
             raise ValueError(f"index must be 'u32' or 'i64', got {self.index!r}")
         if self.copy not in ("regs", "async"):
             raise ValueError(f"copy must be 'regs' or 'async', got {self.copy!r}")
+        if not isinstance(self.group_m, numbers.Integral) or not 1 <= self.group_m <= 64:
+            raise ValueError(f"group_m must be an integer in 1..64, got {self.group_m!r}")
+        if self.group_m > 1 and not self.wm:
+            raise ValueError("group_m > 1 needs a warp tile (the warp-tiled kernel)")
         if self.copy == "async":
             if not self.wm:
                 raise ValueError("copy='async' needs a warp tile (the warp-tiled kernel)")
@@ -315,7 +326,7 @@ class GpuTile:
     @property
     def name(self) -> str:
         """``gpu_<tm>x<tn>_b<bm>x<bn>x<bk>`` (+ ``_w<wm>x<wn>``, ``_contig``, ``_s<n>``,
-        ``_i64``, ``_p2``, ``_mb<n>``, ``_cpa`` when not the default)."""
+        ``_i64``, ``_p2``, ``_mb<n>``, ``_cpa``, ``_g<n>`` when not the default)."""
         s = f"gpu_{self.tm}x{self.tn}_b{self.bm}x{self.bn}x{self.bk}"
         if self.wm:
             s += f"_w{self.wm}x{self.wn}"
@@ -331,6 +342,8 @@ class GpuTile:
             s += f"_mb{self.min_blocks}"
         if self.copy == "async":
             s += "_cpa"
+        if self.group_m > 1:
+            s += f"_g{self.group_m}"
         return s
 
     def grid(self, m: int, n: int) -> tuple[int, int]:
