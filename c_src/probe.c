@@ -8,6 +8,7 @@
 #include "probe.h"
 #endif
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,12 +30,64 @@
 
 #define BIT(v, n) ((int)(((v) >> (n)) & 1u))
 
+/* One row of a decoder's feature table: the int flag of mk_cpu_features it sets (its
+ * offsetof), the register word it reads (an index into the decoder's words[]) and the
+ * flag's mask in that word. */
+typedef struct {
+    size_t field;
+    int word;
+    uint64_t mask;
+} mk_feature_bit;
+
+#define MK_FEATURE(flag, word, mask) { offsetof(mk_cpu_features, flag), word, mask }
+#define MK_COUNT(table) (sizeof (table) / sizeof (table)[0])
+
+/* Sets the flag of each of the n rows to whether its mask is set in words[its word]. */
+static void mk_decode_bits(mk_cpu_features *out, const uint64_t *words,
+                           const mk_feature_bit *rows, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        *(int *)((char *)out + rows[i].field) = (words[rows[i].word] & rows[i].mask) != 0;
+}
+
 /* ---- x86 ------------------------------------------------------------------ */
 
 /* XCR0 state components (Intel SDM vol. 1, 13.1). */
 #define MK_XCR0_SSE_AVX   0x6ull      /* XMM | YMM */
 #define MK_XCR0_AVX512    0xE6ull     /* XMM | YMM | opmask | ZMM_Hi256 | Hi16_ZMM */
 #define MK_XCR0_AMX       0x60000ull  /* TILECFG | TILEDATA */
+
+/* The CPUID registers the feature flags are read from; a leaf the CPU does not report
+ * (max basic leaf < 7, or max subleaf of leaf 7 < 1) reads as zero. */
+enum {
+    MK_CPUID_1_ECX, MK_CPUID_1_EDX,                         /* leaf 1 */
+    MK_CPUID_7_0_EBX, MK_CPUID_7_0_ECX, MK_CPUID_7_0_EDX,   /* leaf 7, subleaf 0 */
+    MK_CPUID_7_1_EAX,                                       /* leaf 7, subleaf 1 */
+    MK_CPUID_WORDS
+};
+
+/* The raw CPUID feature flags (Intel SDM vol. 2A, CPUID: feature information and
+ * structured extended feature flags). */
+static const mk_feature_bit X86_FEATURES[] = {
+    MK_FEATURE(sse2,        MK_CPUID_1_EDX,   1ull << 26),
+    MK_FEATURE(fma,         MK_CPUID_1_ECX,   1ull << 12),
+    MK_FEATURE(osxsave,     MK_CPUID_1_ECX,   1ull << 27),
+    MK_FEATURE(avx,         MK_CPUID_1_ECX,   1ull << 28),
+    MK_FEATURE(f16c,        MK_CPUID_1_ECX,   1ull << 29),
+    MK_FEATURE(hypervisor,  MK_CPUID_1_ECX,   1ull << 31),
+    MK_FEATURE(avx2,        MK_CPUID_7_0_EBX, 1ull << 5),
+    MK_FEATURE(avx512f,     MK_CPUID_7_0_EBX, 1ull << 16),
+    MK_FEATURE(avx512dq,    MK_CPUID_7_0_EBX, 1ull << 17),
+    MK_FEATURE(avx512bw,    MK_CPUID_7_0_EBX, 1ull << 30),
+    MK_FEATURE(avx512vl,    MK_CPUID_7_0_EBX, 1ull << 31),
+    MK_FEATURE(avx512_vnni, MK_CPUID_7_0_ECX, 1ull << 11),
+    MK_FEATURE(amx_bf16,    MK_CPUID_7_0_EDX, 1ull << 22),
+    MK_FEATURE(avx512_fp16, MK_CPUID_7_0_EDX, 1ull << 23),
+    MK_FEATURE(amx_tile,    MK_CPUID_7_0_EDX, 1ull << 24),
+    MK_FEATURE(amx_int8,    MK_CPUID_7_0_EDX, 1ull << 25),
+    MK_FEATURE(avx512_bf16, MK_CPUID_7_1_EAX, 1ull << 5),
+};
 
 static void copy_trimmed(char *dst, size_t cap, const char *src, size_t n)
 {
@@ -62,6 +115,7 @@ static void mk_probe_typed_x86(mk_cpu_features *out)
 int mk_probe_decode_x86(const mk_x86_regs *r, uint64_t xcr0, mk_cpu_features *out)
 {
     uint32_t max_leaf, base_family, base_model;
+    uint64_t words[MK_CPUID_WORDS] = {0};
     char buf[48];
 
     if (!r || !out) return -1;
@@ -99,27 +153,16 @@ int mk_probe_decode_x86(const mk_x86_regs *r, uint64_t xcr0, mk_cpu_features *ou
         out->model += (int)(((r->leaf1.eax >> 16) & 0xf) << 4);
     out->stepping = (int)(r->leaf1.eax & 0xf);
 
-    out->sse2       = BIT(r->leaf1.edx, 26);
-    out->fma        = BIT(r->leaf1.ecx, 12);
-    out->osxsave    = BIT(r->leaf1.ecx, 27);
-    out->avx        = BIT(r->leaf1.ecx, 28);
-    out->f16c       = BIT(r->leaf1.ecx, 29);
-    out->hypervisor = BIT(r->leaf1.ecx, 31);
-
+    words[MK_CPUID_1_ECX] = r->leaf1.ecx;
+    words[MK_CPUID_1_EDX] = r->leaf1.edx;
     if (max_leaf >= 7) {
-        out->avx2        = BIT(r->leaf7_0.ebx, 5);
-        out->avx512f     = BIT(r->leaf7_0.ebx, 16);
-        out->avx512dq    = BIT(r->leaf7_0.ebx, 17);
-        out->avx512bw    = BIT(r->leaf7_0.ebx, 30);
-        out->avx512vl    = BIT(r->leaf7_0.ebx, 31);
-        out->avx512_vnni = BIT(r->leaf7_0.ecx, 11);
-        out->avx512_fp16 = BIT(r->leaf7_0.edx, 23);
-        out->amx_tile    = BIT(r->leaf7_0.edx, 24);
-        out->amx_bf16    = BIT(r->leaf7_0.edx, 22);
-        out->amx_int8    = BIT(r->leaf7_0.edx, 25);
+        words[MK_CPUID_7_0_EBX] = r->leaf7_0.ebx;
+        words[MK_CPUID_7_0_ECX] = r->leaf7_0.ecx;
+        words[MK_CPUID_7_0_EDX] = r->leaf7_0.edx;
         if (r->leaf7_0.eax >= 1)      /* max subleaf of leaf 7 */
-            out->avx512_bf16 = BIT(r->leaf7_1.eax, 5);
+            words[MK_CPUID_7_1_EAX] = r->leaf7_1.eax;
     }
+    mk_decode_bits(out, words, X86_FEATURES, MK_COUNT(X86_FEATURES));
 
     /* OS support: XGETBV is only valid when the OS set CR4.OSXSAVE. */
     out->xcr0 = out->osxsave ? xcr0 : 0;
@@ -211,6 +254,39 @@ int mk_probe_read_x86(mk_x86_regs *r, uint64_t *xcr0)
 #define MK_HWCAP2_SME_B16F32  (1ull << 28)
 #define MK_HWCAP2_SME_F32F32  (1ull << 29)
 
+/* The words the aarch64 flags are read from: AT_HWCAP, AT_HWCAP2, and AT_HWCAP2 again
+ * for the SVE (SME) extensions, zero without HWCAP_SVE (HWCAP2_SME) itself. */
+enum { MK_AT_HWCAP, MK_AT_HWCAP2, MK_AT_HWCAP2_SVE, MK_AT_HWCAP2_SME, MK_AT_WORDS };
+
+static void mk_arm_words(uint64_t words[MK_AT_WORDS], uint64_t hwcap, uint64_t hwcap2)
+{
+    words[MK_AT_HWCAP] = hwcap;
+    words[MK_AT_HWCAP2] = hwcap2;
+    words[MK_AT_HWCAP2_SVE] = (hwcap & MK_HWCAP_SVE) ? hwcap2 : 0;
+    words[MK_AT_HWCAP2_SME] = (hwcap2 & MK_HWCAP2_SME) ? hwcap2 : 0;
+}
+
+/* The aarch64 flags: mk_probe_decode_arm sets the first MK_ARM_BASE_FEATURES (neon, sve,
+ * sve2), mk_probe_decode_arm2 all of them (the rest: the typed ISAs' extensions). */
+#define MK_ARM_BASE_FEATURES 3
+static const mk_feature_bit ARM_FEATURES[] = {
+    MK_FEATURE(neon,       MK_AT_HWCAP,      MK_HWCAP_ASIMD),
+    MK_FEATURE(sve,        MK_AT_HWCAP,      MK_HWCAP_SVE),
+    MK_FEATURE(sve2,       MK_AT_HWCAP2_SVE, MK_HWCAP2_SVE2),
+    MK_FEATURE(asimdhp,    MK_AT_HWCAP,      MK_HWCAP_ASIMDHP),
+    MK_FEATURE(asimddp,    MK_AT_HWCAP,      MK_HWCAP_ASIMDDP),
+    MK_FEATURE(asimdfhm,   MK_AT_HWCAP,      MK_HWCAP_ASIMDFHM),
+    MK_FEATURE(i8mm,       MK_AT_HWCAP2,     MK_HWCAP2_I8MM),
+    MK_FEATURE(bf16,       MK_AT_HWCAP2,     MK_HWCAP2_BF16),
+    MK_FEATURE(svei8mm,    MK_AT_HWCAP2_SVE, MK_HWCAP2_SVEI8MM),
+    MK_FEATURE(svebf16,    MK_AT_HWCAP2_SVE, MK_HWCAP2_SVEBF16),
+    MK_FEATURE(sme,        MK_AT_HWCAP2,     MK_HWCAP2_SME),
+    MK_FEATURE(sme_i8i32,  MK_AT_HWCAP2_SME, MK_HWCAP2_SME_I8I32),
+    MK_FEATURE(sme_f16f32, MK_AT_HWCAP2_SME, MK_HWCAP2_SME_F16F32),
+    MK_FEATURE(sme_b16f32, MK_AT_HWCAP2_SME, MK_HWCAP2_SME_B16F32),
+    MK_FEATURE(sme_f32f32, MK_AT_HWCAP2_SME, MK_HWCAP2_SME_F32F32),
+};
+
 /* MIDR_EL1 implementer codes (Arm ARM, "MIDR_EL1, Main ID Register"). */
 static const char *arm_implementer(unsigned code)
 {
@@ -234,21 +310,12 @@ int mk_probe_decode_arm2(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
                          uint32_t sme_vl_bytes, uint64_t midr, mk_cpu_features *out)
 {
     extern int mk_probe_decode_arm(uint64_t, uint64_t, uint32_t, uint64_t, mk_cpu_features *);
+    uint64_t words[MK_AT_WORDS];
     int rc = mk_probe_decode_arm(hwcap, hwcap2, sve_vl_bytes, midr, out);
     if (rc)
         return rc;
-    out->asimdhp = (hwcap & MK_HWCAP_ASIMDHP) != 0;
-    out->asimddp = (hwcap & MK_HWCAP_ASIMDDP) != 0;
-    out->asimdfhm = (hwcap & MK_HWCAP_ASIMDFHM) != 0;
-    out->i8mm = (hwcap2 & MK_HWCAP2_I8MM) != 0;
-    out->bf16 = (hwcap2 & MK_HWCAP2_BF16) != 0;
-    out->svei8mm = out->sve && (hwcap2 & MK_HWCAP2_SVEI8MM) != 0;
-    out->svebf16 = out->sve && (hwcap2 & MK_HWCAP2_SVEBF16) != 0;
-    out->sme = (hwcap2 & MK_HWCAP2_SME) != 0;
-    out->sme_i8i32 = out->sme && (hwcap2 & MK_HWCAP2_SME_I8I32) != 0;
-    out->sme_f16f32 = out->sme && (hwcap2 & MK_HWCAP2_SME_F16F32) != 0;
-    out->sme_b16f32 = out->sme && (hwcap2 & MK_HWCAP2_SME_B16F32) != 0;
-    out->sme_f32f32 = out->sme && (hwcap2 & MK_HWCAP2_SME_F32F32) != 0;
+    mk_arm_words(words, hwcap, hwcap2);
+    mk_decode_bits(out, words, ARM_FEATURES, MK_COUNT(ARM_FEATURES));
     if (out->sme)
         out->sme_vector_bits = (int)(sme_vl_bytes & 0xffffu) * 8;
     out->usable_neondot = out->usable_neon && out->asimddp;
@@ -265,15 +332,15 @@ int mk_probe_decode_arm2(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
 int mk_probe_decode_arm(uint64_t hwcap, uint64_t hwcap2, uint32_t sve_vl_bytes,
                         uint64_t midr, mk_cpu_features *out)
 {
+    uint64_t words[MK_AT_WORDS];
     if (!out) return -1;
     memset(out, 0, sizeof *out);
     out->arch = MK_ARCH_AARCH64;
     out->hwcap = hwcap;
     out->hwcap2 = hwcap2;
     out->midr = midr;
-    out->neon = (hwcap & MK_HWCAP_ASIMD) != 0;
-    out->sve = (hwcap & MK_HWCAP_SVE) != 0;
-    out->sve2 = out->sve && (hwcap2 & MK_HWCAP2_SVE2) != 0;
+    mk_arm_words(words, hwcap, hwcap2);
+    mk_decode_bits(out, words, ARM_FEATURES, MK_ARM_BASE_FEATURES);
     if (out->sve)
         out->sve_vector_bits = (int)(sve_vl_bytes & 0xffffu) * 8;
     if (midr) {   /* MIDR_EL1: implementer [31:24], variant [23:20], part [15:4], rev [3:0] */

@@ -46,7 +46,8 @@ DEFAULT_BOOT = 2000
 
 @dataclasses.dataclass(frozen=True)
 class Interval:
-    """A point estimate and its two-sided interval at ``level`` (ratios: > 1 faster)."""
+    """A point estimate and its two-sided interval [``lo``, ``hi``] at confidence
+    ``level`` (ratios: > 1 faster), from ``rounds`` rounds (those every shape was timed in)."""
     point: float
     lo: float
     hi: float

@@ -347,8 +347,10 @@ def test_measured_cycles_avx2():
     assert m.ghz == pytest.approx(m.peak_gflops / 32, rel=1e-9)
     assert m.cycles_per_k == pytest.approx(2 * 6 * 16 / 32 * np.median(peak_r / kern_r),
                                            rel=1e-9)
-    assert m.cycles_per_k_lo <= m.cycles_per_k <= m.cycles_per_k_hi
-    assert m.kernel_gflops_lo <= m.kernel_gflops <= m.kernel_gflops_hi
+    assert m.cycles_per_k_interval[0] <= m.cycles_per_k <= m.cycles_per_k_interval[1]
+    assert m.kernel_gflops_interval[0] <= m.kernel_gflops <= m.kernel_gflops_interval[1]
+    d = m.to_dict()           # the JSON report keeps the flat _lo/_hi keys
+    assert (d["cycles_per_k_lo"], d["cycles_per_k_hi"]) == m.cycles_per_k_interval
     assert m.fraction_of_peak == pytest.approx(np.median(kern_r / peak_r), rel=1e-9)
     assert m.method.startswith("measured (derived from the FMA peak)")
 

@@ -37,9 +37,10 @@ __all__ = ["Measured", "measure", "runnable", "perf_cycles_available"]
 @dataclasses.dataclass(frozen=True)
 class Measured:
     """Measured cycles per k step (see the module docstring). GFLOP/s and cycles are
-    medians over ``rounds`` with their 95% bootstrap interval (``_lo``/``_hi``);
-    ``fraction_of_peak`` is None when the peak is another ISA's (scalar);
-    ``peak_rounds`` / ``kernel_rounds`` are the per-round GFLOP/s."""
+    medians over ``rounds``, each with its 95% bootstrap interval as a (lo, hi) pair in
+    ``<figure>_interval`` (:meth:`to_dict` writes it as ``<figure>_lo``/``_hi``);
+    ``fraction_of_peak`` and its interval are None when the peak is another ISA's
+    (scalar); ``peak_rounds`` / ``kernel_rounds`` are the per-round GFLOP/s."""
     kernel_gflops: float
     peak_gflops: float
     peak_isa: str
@@ -50,23 +51,26 @@ class Measured:
     kc: int
     reps: int
     rounds: int
-    kernel_gflops_lo: float = 0.0
-    kernel_gflops_hi: float = 0.0
-    peak_gflops_lo: float = 0.0
-    peak_gflops_hi: float = 0.0
-    ghz_lo: float = 0.0
-    ghz_hi: float = 0.0
-    cycles_per_k_lo: float = 0.0
-    cycles_per_k_hi: float = 0.0
-    fraction_of_peak_lo: float | None = None
-    fraction_of_peak_hi: float | None = None
+    kernel_gflops_interval: tuple[float, float] = (0.0, 0.0)
+    peak_gflops_interval: tuple[float, float] = (0.0, 0.0)
+    ghz_interval: tuple[float, float] = (0.0, 0.0)
+    cycles_per_k_interval: tuple[float, float] = (0.0, 0.0)
+    fraction_of_peak_interval: tuple[float, float] | None = None
     peak_rounds: tuple = ()
     kernel_rounds: tuple = ()
     statistic: str = "median over rounds, 95% percentile-bootstrap interval"
 
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        d["peak_rounds"], d["kernel_rounds"] = list(self.peak_rounds), list(self.kernel_rounds)
+        """The fields in order, JSON-ready: each ``<figure>_interval`` as
+        ``<figure>_lo`` and ``<figure>_hi`` (None without the interval), tuples as lists."""
+        d = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith("_interval"):
+                figure = f.name.removesuffix("_interval")
+                d[figure + "_lo"], d[figure + "_hi"] = value if value is not None else (None, None)
+            else:
+                d[f.name] = list(value) if isinstance(value, tuple) else value
         return d
 
 
@@ -142,10 +146,10 @@ def measure(spec: TileSpec | str, *, kc: int = 256, reps: int = 1000, rounds: in
         ghz=peak["gflops"] / flops_per_cycle, cycles_per_k=scale * cyc.point,
         fraction_of_peak=kern["pct_peak"] / 100 if same else None,
         method=method, kc=kc, reps=reps, rounds=rounds,
-        kernel_gflops_lo=kern["gflops_lo"], kernel_gflops_hi=kern["gflops_hi"],
-        peak_gflops_lo=peak["gflops_lo"], peak_gflops_hi=peak["gflops_hi"],
-        ghz_lo=peak["gflops_lo"] / flops_per_cycle, ghz_hi=peak["gflops_hi"] / flops_per_cycle,
-        cycles_per_k_lo=scale * cyc.lo, cycles_per_k_hi=scale * cyc.hi,
-        fraction_of_peak_lo=kern["pct_peak_lo"] / 100 if same else None,
-        fraction_of_peak_hi=kern["pct_peak_hi"] / 100 if same else None,
+        kernel_gflops_interval=(kern["gflops_lo"], kern["gflops_hi"]),
+        peak_gflops_interval=(peak["gflops_lo"], peak["gflops_hi"]),
+        ghz_interval=(peak["gflops_lo"] / flops_per_cycle, peak["gflops_hi"] / flops_per_cycle),
+        cycles_per_k_interval=(scale * cyc.lo, scale * cyc.hi),
+        fraction_of_peak_interval=((kern["pct_peak_lo"] / 100, kern["pct_peak_hi"] / 100)
+                                   if same else None),
         peak_rounds=tuple(float(x) for x in peak_g), kernel_rounds=tuple(float(x) for x in kern_g))

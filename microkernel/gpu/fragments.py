@@ -172,8 +172,18 @@ class FragmentLayout:
         return out
 
 
+class _MmaShape:
+    """What every matrix instruction of shape ``m`` x ``n`` x ``k`` (the subclass's
+    fields) computes: D (m x n) = A (m x k) @ B (k x n) + C."""
+
+    @property
+    def flops(self) -> int:
+        """2 m n k: one multiply and one add per (i, j, k)."""
+        return 2 * self.m * self.n * self.k
+
+
 @dataclasses.dataclass(frozen=True)
-class MmaInstruction:
+class MmaInstruction(_MmaShape):
     """One warp-level mma: D (m x n, f32) = A (m x k) @ B (k x n) + C, with the
     fragment layout of each operand."""
     key: str
@@ -188,10 +198,6 @@ class MmaInstruction:
     @property
     def in_elem(self) -> str:
         return self.a.elem
-
-    @property
-    def flops(self) -> int:
-        return 2 * self.m * self.n * self.k
 
 
 def _gt(lane):

@@ -35,7 +35,7 @@ import dataclasses
 
 import numpy as np
 
-from .fragments import FragmentLayout, MmaInstruction, mma_sync
+from .fragments import FragmentLayout, MmaInstruction, _MmaShape, mma_sync
 from .sources import cite
 
 __all__ = ["ReplicatedLayout", "MatrixInstruction", "AMD_INSTRUCTIONS", "instructions_for",
@@ -75,7 +75,7 @@ class ReplicatedLayout(FragmentLayout):
 
 
 @dataclasses.dataclass(frozen=True)
-class MatrixInstruction:
+class MatrixInstruction(_MmaShape):
     """One AMD matrix instruction: D (m x n, fp32) = A (m x k) @ B (k x n) + C.
 
     ``wave``: lanes that execute it (64 for MFMA, 32 for WMMA wave32); ``cycles``:
@@ -99,10 +99,6 @@ class MatrixInstruction:
     def acc_regs(self) -> int:
         """fp32 accumulator registers per lane for one C fragment."""
         return self.c.regs
-
-    @property
-    def flops(self) -> int:
-        return 2 * self.m * self.n * self.k
 
     def as_mma(self) -> MmaInstruction:
         """The same layouts as a :class:`~microkernel.gpu.fragments.MmaInstruction`
@@ -185,23 +181,19 @@ def _wmma(mnemonic, precision, cycles) -> MatrixInstruction:
 
 def _build() -> dict:
     out = {}
-    table = {
-        # arch: [(mnemonic, precision, m, k, cycles)] -- cycles from --detail-instruction
-        "cdna2": [("v_mfma_f32_16x16x16f16", "f16", 16, 16, 32),
-                  ("v_mfma_f32_32x32x8f16", "f16", 32, 8, 64),
-                  ("v_mfma_f32_16x16x16bf16_1k", "bf16", 16, 16, 32),
-                  ("v_mfma_f32_32x32x8bf16_1k", "bf16", 32, 8, 64),
-                  ("v_mfma_f32_16x16x4f32", "f32", 16, 4, 32),
-                  ("v_mfma_f32_32x32x2f32", "f32", 32, 2, 64)],
-        "cdna3": [("v_mfma_f32_16x16x16_f16", "f16", 16, 16, 16),
-                  ("v_mfma_f32_32x32x8_f16", "f16", 32, 8, 32),
-                  ("v_mfma_f32_16x16x16_bf16", "bf16", 16, 16, 16),
-                  ("v_mfma_f32_32x32x8_bf16", "bf16", 32, 8, 32),
-                  ("v_mfma_f32_16x16x4_f32", "f32", 16, 4, 32),
-                  ("v_mfma_f32_32x32x2_f32", "f32", 32, 2, 64)],
-    }
-    for arch, rows in table.items():
-        for mnem, prec, m, k, cyc in rows:
+    # the MFMA shapes of both CDNA generations, each with its (mnemonic, cycles) per arch:
+    # (precision, m, k, cdna2, cdna3) -- cycles from --detail-instruction
+    mfma = [
+        ("f16", 16, 16, ("v_mfma_f32_16x16x16f16", 32), ("v_mfma_f32_16x16x16_f16", 16)),
+        ("f16", 32, 8, ("v_mfma_f32_32x32x8f16", 64), ("v_mfma_f32_32x32x8_f16", 32)),
+        ("bf16", 16, 16, ("v_mfma_f32_16x16x16bf16_1k", 32), ("v_mfma_f32_16x16x16_bf16", 16)),
+        ("bf16", 32, 8, ("v_mfma_f32_32x32x8bf16_1k", 64), ("v_mfma_f32_32x32x8_bf16", 32)),
+        ("f32", 16, 4, ("v_mfma_f32_16x16x4f32", 32), ("v_mfma_f32_16x16x4_f32", 32)),
+        ("f32", 32, 2, ("v_mfma_f32_32x32x2f32", 64), ("v_mfma_f32_32x32x2_f32", 64)),
+    ]
+    for i, arch in enumerate(("cdna2", "cdna3")):
+        for prec, m, k, *per_arch in mfma:
+            mnem, cyc = per_arch[i]
             ins = _mfma(arch, mnem, prec, m, k, cyc)
             out[ins.key] = ins
     for mnem, prec in (("v_wmma_f32_16x16x16_f16", "f16"), ("v_wmma_f32_16x16x16_bf16", "bf16")):

@@ -254,8 +254,8 @@ class MmaTile:
 
     @property
     def accumulators(self) -> int:
-        """fp32 C values per lane (4 per fragment)."""
-        return 4 * self.fragments
+        """fp32 C values per lane: the instruction's C registers (4) per fragment."""
+        return self.fragments * self.instr.c.regs
 
     @property
     def a_layout(self) -> SmemLayout:

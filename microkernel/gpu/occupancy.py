@@ -44,10 +44,10 @@ class SmLimits:
     from cudaDeviceProp plus its per-architecture tables). Sizes in bytes."""
     name: str
     warp_size: int = 32
-    regs_per_sm: int = 65536
+    regs_per_sm: int = 64 * 1024
     reg_alloc_unit: int = 256          # registers, allocated per warp
     max_regs_per_thread: int = 255
-    max_regs_per_block: int = 65536
+    max_regs_per_block: int = 64 * 1024
     sub_partitions: int = 4
     max_warps_per_sm: int = 64
     max_blocks_per_sm: int = 32

@@ -155,7 +155,7 @@ def _cuda(cc: str, smem_sm, smem_sm_src, optin, optin_src, reserved_src) -> dict
                                    f"{_TS}, 'Maximum number of threads per block' ({cc})"),
         "smem_per_sm": L(smem_sm, "bytes per SM", *smem_sm_src),
         "smem_per_block_optin": L(optin, "bytes per block", *optin_src),
-        "smem_reserved_per_block": L(1 * KB, "bytes per block", *reserved_src),
+        "smem_reserved_per_block": L(KB, "bytes per block", *reserved_src),
         "smem_alloc_unit": L(128, "bytes", "cuda-occ-h",
                              "cudaOccSMemAllocationGranularity (cc 8.x and 9.x: 128)"),
         "static_smem_limit": L(48 * KB, "bytes per block", "ampere-tuning",
@@ -172,15 +172,16 @@ _SM80 = _cuda("8.0", 164 * KB, ("ampere-tuning", "'Shared Memory': A100 supports
                                 "thread block"))
 _SM80["matrix_shapes"] = L("mma.sync m16n8k16 (f16, bf16), m16n8k8 (tf32)", "shapes",
                            "ptx-isa", "9.7.14.5.8 and 9.7.14.5.7")
-_SM90 = _cuda("9.0", 228 * KB, ("cuda-pg", "'Compute Capability 9.0' > 'Shared Memory': "
-                                           "capacity 0, 8, ..., 196 or 228 KB per SM"),
-              227 * KB, ("cuda-pg", "'Compute Capability 9.0' > 'Shared Memory': a single "
-                                    "thread block can address up to 227 KB"),
-              ("cuda-pg", "'Compute Capability 9.0' > 'Shared Memory': the 1 KB not "
-                          "available to a block is reserved for system use"))
+
+#: the CUDA Programming Guide section (source "cuda-pg") of every sm_90 shared-memory limit
+_CC90_SMEM = "'Compute Capability 9.0' > 'Shared Memory': "
+_SM90 = _cuda("9.0", 228 * KB, ("cuda-pg", _CC90_SMEM + "capacity 0, 8, ..., 196 or 228 KB per SM"),
+              227 * KB, ("cuda-pg", _CC90_SMEM + "a single thread block can address up to 227 KB"),
+              ("cuda-pg", _CC90_SMEM + "the 1 KB not available to a block is reserved for "
+                                       "system use"))
 _SM90["static_smem_limit"] = L(48 * KB, "bytes per block", "cuda-pg",
-                               "'Compute Capability 9.0' > 'Shared Memory': allocations over "
-                               "48 KB per block must use dynamic shared memory")
+                               _CC90_SMEM + "allocations over 48 KB per block must use dynamic "
+                                            "shared memory")
 _SM90["matrix_shapes"] = _SM80["matrix_shapes"]
 
 
@@ -305,7 +306,7 @@ _ADRENO = {
     "max_waves": L(16, "waves per SP", "mesa-ir3", "ir3_compiler_create: max_waves = 16"),
     "lds_per_cu": L(32 * KB, "bytes of local (shared) memory", "mesa-ir3",
                     "ir3_compiler_create: local_mem_size = 32 * 1024"),
-    "lds_granule": L(1 * KB, "bytes", "mesa-ir3",
+    "lds_granule": L(KB, "bytes", "mesa-ir3",
                      "ir3_get_reg_independent_max_waves: shared is allocated in chunks of 1k"),
     "matrix_shapes": missing("shapes", "no matrix instruction is documented for Adreno 7xx "
                                        "in the sources read"),
