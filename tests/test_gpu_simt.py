@@ -183,6 +183,62 @@ def test_warp_tile_errors(kw, match):
         GpuTile(**kw)
 
 
+#: Problems T_M (16x16x4 blocks) divides, so that the guard-free "exact" variant runs:
+#: the simulator's float4 loads assert that every access is inside A and B, so a
+#: load past the split or the matrix fails the case.
+EXACT_CASES = (("32x32x16", 32, 32, 16, 1.0, 0.0, None),
+               ("48x16x32 a,b", 48, 16, 32, 1.5, -0.5, None),
+               ("beta=0 NaN C", 16, 32, 8, 1.0, 0.0, "nan_c"),
+               ("alpha=0 NaN A,B", 16, 16, 8, 0.0, 2.0, "nan_ab"),
+               ("K=0", 16, 16, 0, 1.0, 0.5, None),
+               ("one k block", 16, 16, 4, -1.0, 1.0, None))
+
+
+@pytest.mark.parametrize("tile", [T_M, T_MG], ids=lambda t: t.name)
+def test_exact_variant_catalogue(tile):
+    kern = front._resolve_tile(tile)
+    A, B, C = (np.zeros((16, 8), np.float32), np.zeros((8, 16), np.float32),
+               np.zeros((16, 16), np.float32))
+    assert kern.variant_for(cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)) == "exact"
+    results = gp.validate(kern, EXACT_CASES)
+    assert len(results) == 6 and not [r for r in results if not r["ok"]]
+
+
+@pytest.mark.parametrize("m, n, k, split", [(32, 32, 64, 2), (32, 16, 48, 3), (16, 16, 8, 2)])
+def test_exact_variant_split_k(m, n, k, split):
+    """kslice = k / split, a multiple of bk: every split's k range is whole blocks."""
+    A, B, C0 = _operands(m, n, k, 11)
+    dC = cuda.to_device(C0)
+    front.gemm(cuda.to_device(A), cuda.to_device(B), dC, alpha=0.5, beta=-1.0, tile=T_M,
+               split=split)
+    assert launch.runner(m, n, k, T_M, split, "vec", False, True,
+                         launch.device_limits()).variant == "exact"
+    out = dC.copy_to_host()
+    assert np.all(np.abs(out - _ref(A, B, C0, 0.5, -1.0)) <= _bound(A, B, C0, 0.5, -1.0))
+
+
+def test_variant_choice():
+    """exact only where the tile divides m, n and k and the operands allow float4s;
+    never for cp.async tiles (their own main loop)."""
+    lim = launch.device_limits()
+    assert simt.variant_for(T_M, 32, 32, 16, True) == "exact"
+    assert simt.variant_for(T_M, 24, 32, 16, True) == "vec"      # 24 % 16
+    assert simt.variant_for(T_M, 32, 24, 16, True) == "vec"
+    assert simt.variant_for(T_M, 32, 32, 18, True) == "vec"      # 18 % 4
+    assert simt.variant_for(T_M, 32, 32, 16, False) == "scalar"
+    assert simt.variant_for(T_MA, 32, 32, 16, True) == "vec"
+    assert launch.runner(24, 32, 16, T_M, 1, "vec", False, False, lim).variant == "vec"
+    assert launch.runner(32, 32, 16, T_M, 1, "scalar", False, False, lim).variant == "scalar"
+    assert launch.runner(32, 32, 16, T_MA, 1, "vec", False, False, lim).variant == "vec"
+    with pytest.raises(ValueError, match="exact"):
+        simt.kernel_source(T_MA, exact=True)
+    # the AUTO tiles measured slower exact keep the vec variant (simt.EXACT_SLOWER)
+    big = next(t for t in launch.AUTO_TILES if (t.tm, t.tn) == (8, 16))
+    sq = next(t for t in launch.AUTO_TILES if (t.bm, t.bn) == (128, 128))
+    assert simt.variant_for(big, 4096, 4096, 4096, True) == "vec"
+    assert simt.variant_for(sq, 4096, 4096, 4096, True) == "exact"
+
+
 @pytest.mark.parametrize("m, n, split", [(80, 48, 1), (80, 48, 2), (16, 80, 1)])
 def test_grouped_rasterization_covers_every_tile_once(m, n, split):
     """group_m=3 on 16x16 blocks: m=80 gives 5 block rows, so a full group of 3 and

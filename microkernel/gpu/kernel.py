@@ -311,10 +311,11 @@ class SgemmKernel:
     launcher and its resource report.
 
     The original kernel (no warp tile) has one dispatcher, signature
-    :data:`SIGNATURE`. The warp-tiled kernel (:mod:`microkernel.gpu.simt`) has two,
-    of signature :data:`microkernel.gpu.simt.SIGNATURE`: ``"vec"`` (float4 global
-    accesses: K and N multiples of 4, 16-byte aligned A, B, C) and ``"scalar"``
-    (any shape and alignment); :meth:`launch` picks the one the operands allow.
+    :data:`SIGNATURE`. The warp-tiled kernel (:mod:`microkernel.gpu.simt`) has
+    :data:`microkernel.gpu.simt.VARIANTS` ("vec": float4 accesses; "scalar": any
+    shape and alignment; "exact": float4 without guards, the tile divides the
+    problem), signature :data:`microkernel.gpu.simt.SIGNATURE`; :meth:`launch`
+    picks the one the operands allow.
 
     ``kernel(A, B, C, alpha, beta)`` launches on device arrays (numba device
     arrays or any ``__cuda_array_interface__`` object, float32, 2-D, C-contiguous)
@@ -325,7 +326,7 @@ class SgemmKernel:
         self.tile = tile
         self.dispatcher = dispatcher
         self.simulated = sim
-        #: {"vec": dispatcher, "scalar": dispatcher} for the warp-tiled kernel
+        #: {"vec", "scalar"[, "exact"]: dispatcher} for the warp-tiled kernel
         self.variants = variants or {"vec": dispatcher}
 
     def __repr__(self) -> str:
@@ -343,13 +344,15 @@ class SgemmKernel:
         return SIGNATURE
 
     def variant_for(self, A, B, C) -> str:
-        """``"vec"`` when the operands allow float4 accesses (warp-tiled kernel: K and
-        N multiples of 4, every data pointer 16-byte aligned), else ``"scalar"``;
-        always ``"vec"`` for the original kernel (it has one variant)."""
+        """The variant for these operands (:func:`microkernel.gpu.simt.variant_for`;
+        float4 needs K and N multiples of 4 and 16-byte aligned data); always
+        ``"vec"`` for the original kernel."""
         if not self.tile.warp_tiled:
             return "vec"
         from .front import vec_ok
-        return "vec" if vec_ok(A, B, C) else "scalar"
+        from .simt import variant_for
+        v = variant_for(self.tile, C.shape[0], C.shape[1], A.shape[1], vec_ok(A, B, C))
+        return v if v in self.variants else "vec"
 
     def launch(self, A, B, C, alpha: float = 1.0, beta: float = 0.0, stream=0, *,
                W=None, T=None, split: int = 1, kslice: int | None = None,
@@ -360,8 +363,8 @@ class SgemmKernel:
         (a multiple of bk) through the workspace ``W`` ((split*M) x N, float32, device)
         and the tile counts ``T`` (uint32, at least one per block tile, all zero; the
         kernel leaves them zero), both allocated here when None; the tile's last
-        block writes C (:mod:`microkernel.gpu.simt`). ``variant`` forces "vec" or
-        "scalar"."""
+        block writes C (:mod:`microkernel.gpu.simt`). ``variant`` forces one of
+        :attr:`variants`."""
         m, n = C.shape
         if m == 0 or n == 0:
             return C
@@ -395,7 +398,7 @@ class SgemmKernel:
 
     def compile(self, variant: str | None = None):
         """Compile for :attr:`signature` on the current GPU (no-op in the simulator):
-        ``variant`` "vec" (default), "scalar" or "both" (warp-tiled kernel)."""
+        ``variant`` "vec" (default), "scalar", "exact" or "both" (all of them)."""
         if not self.simulated:
             for d in self._dispatchers(variant):
                 d.compile(self.signature)
@@ -515,8 +518,8 @@ def kernel_for(tile: GpuTile) -> SgemmKernel:
             if tile.warp_tiled:
                 from . import simt
                 cap = max_registers(tile)
-                variants = {v: simt.build(tile, v == "vec", sim, cuda, cap)
-                            for v in ("vec", "scalar")}
+                variants = {v: simt.build(tile, v, sim, cuda, cap) for v in simt.VARIANTS
+                            if v != "exact" or tile.copy == "regs"}
                 k = SgemmKernel(tile, variants["vec"], sim, variants)
             else:
                 k = SgemmKernel(tile, _build(tile, sim), sim)

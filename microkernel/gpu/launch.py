@@ -426,7 +426,10 @@ def clear_plans() -> None:
 def runner(m: int, n: int, k: int, tile, split, variant: str, alpha_zero: bool,
            reads_c: bool, limits: SmLimits = SM90) -> Runner:
     """The cached :class:`Runner` for this call's key (plans and builds on a miss).
-    ``tile`` is None (shape-adaptive) or a GpuTile."""
+    ``tile`` is None (shape-adaptive) or a GpuTile; ``variant`` "vec" (the operands
+    allow float4 accesses: the runner takes the guard-free "exact" variant when the
+    planned tile divides the problem, :func:`microkernel.gpu.simt.variant_for`) or
+    "scalar"."""
     key = (m, n, k, tile, split, variant, alpha_zero, reads_c, limits.sm_count)
     with _RLOCK:
         r = _RUNNERS.get(key)
@@ -436,7 +439,12 @@ def runner(m: int, n: int, k: int, tile, split, variant: str, alpha_zero: bool,
     from .kernel import kernel_for
     plan = plan_launch(m, n, k, tile=tile, split=split, limits=limits,
                        alpha_zero=alpha_zero, reads_c=reads_c)
-    r = Runner(plan, kernel_for(plan.tile), variant)
+    kern = kernel_for(plan.tile)
+    if variant == "vec" and plan.tile.warp_tiled:
+        from .simt import variant_for
+        v = variant_for(plan.tile, m, n, k, True)
+        variant = v if v in kern.variants else variant
+    r = Runner(plan, kern, variant)
     with _RLOCK:
         _RUNNERS[key] = r
         while len(_RUNNERS) > MAX_RUNNERS:

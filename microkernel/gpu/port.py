@@ -402,6 +402,8 @@ VALIDATION_CASES = (
     ("K=0 beta=0", 9, 11, 0, 1.0, 0.0, "nan_c"),
     ("M=0", 0, 7, 5, 1.0, 1.0, None),
     ("N=0", 7, 0, 5, 1.0, 1.0, None),
+    # divisible by every AUTO tile: the warp-tiled kernel's guard-free "exact" variant
+    ("256x256x64 exact", 256, 256, 64, 1.5, -0.5, None),
 )
 #: The subset the simulator can afford (it runs every CUDA thread as a Python thread).
 SIM_CASES = tuple(c for c in VALIDATION_CASES if c[1] * c[2] * max(c[3], 1) <= 8000

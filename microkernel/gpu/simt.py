@@ -20,7 +20,13 @@ SIMT path: ``MmaSimt``, 128x128x8 threadblocks of 32x64 warps):
   column group of B, the k block against the split's end). This needs K and N
   multiples of 4 and 16-byte aligned operands; otherwise the *scalar* variant
   of the same kernel (``vec=False``) loads element by element (any shape, any
-  alignment).
+  alignment). When the tile divides the problem (M % BM == N % BN == K % BK == 0)
+  the *exact* variant (``exact=True``, float4) has no load guards at all: it
+  runs the k loop one block short with unconditional loads and computes the
+  last block after it, so no load reaches past A, B or the split. ptxas 13.0
+  (sm_90) then issues 5-10% fewer instructions per k block; on the H200 it ran
+  1.7-8.7% faster for three of the five AUTO tiles and slower for the 8x16 one
+  (:data:`EXACT_SLOWER`).
 * **A transposed into shared memory**, k-major, so that a lane's TM values of A
   at one k are contiguous; the transposing stores are conflict-free thanks to
   the skewed layout of :class:`~microkernel.gpu.tiles.SharedLayout` (checked
@@ -47,8 +53,8 @@ SIMT path: ``MmaSimt``, 128x128x8 threadblocks of 32x64 warps):
   ``z*M .. z*M+M-1`` of the workspace ``W`` ((S*M) x N), then counts itself in
   the tile's slot of ``T`` (an atomic add after a ``threadfence``); the tile's
   last block forms ``C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C`` in that
-  fixed order and resets the slot (:func:`_last_block_reduces`): bit-identical
-  from run to run, whichever block comes last. With ``gridDim.z == 1`` the
+  fixed order and resets the slot (:mod:`microkernel.gpu.simt_splitk`):
+  bit-identical from run to run, whichever block comes last. With ``gridDim.z == 1`` the
   epilogue writes ``alpha*acc + beta*C`` to C directly (W and T are ignored).
 
 BLAS semantics are the original kernel's: beta == 0 never reads C; alpha == 0
@@ -64,9 +70,11 @@ from __future__ import annotations
 import numpy as np
 
 from .raster import BLOCK_INDEX
+from .simt_splitk import last_block_reduces
 from .tiles import WARP_SIZE, GpuTile
 
-__all__ = ["SIGNATURE", "kernel_source", "build", "LOOPS", "bank_report"]
+__all__ = ["SIGNATURE", "kernel_source", "build", "variant_for", "VARIANTS", "EXACT_SLOWER",
+           "LOOPS", "bank_report"]
 
 #: Launch signature: A (M, K), B (K, N), C (M, N), W (S*M, N) workspace (C when
 #: not split), T (uint32, one count per block tile, zero between calls; any uint32
@@ -117,16 +125,21 @@ def _offsets(t: GpuTile):
 LOOPS = True
 
 
-def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) -> str:
+def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
+                  exact: bool = False) -> str:
     """The Python source of the warp-tiled kernel ``sgemm(A, B, C, W, alpha, beta,
     kslice)`` for ``tile`` (float4 global accesses when ``vec``; the k steps of a
     stage unrolled, the TM x TN products as loops over local arrays when ``loops``,
     default :data:`LOOPS`, else as scalar statements; see the module docstring).
-    Raises ValueError for a tile without a warp tile."""
+    ``exact``: the guard-free variant for problems the tile divides (float4 only,
+    register staging, see the module docstring). Raises ValueError for a tile
+    without a warp tile, or for ``exact`` with ``vec=False`` or cp.async staging."""
     loops = LOOPS if loops is None else loops
     t = tile
     if not t.warp_tiled:
         raise ValueError(f"{t.name} has no warp tile (wm, wn): use the original kernel")
+    if exact and (not vec or t.copy != "regs"):
+        raise ValueError("the exact variant needs float4 loads and copy='regs'")
     lay = t.shared_layout
     s = _Src()
     u = s.u
@@ -215,7 +228,15 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
         """x{p}_0..3: one float4 at ptr (advanced by step) where ``ok``, or four scalars
         elem(c) each where guard(c) (the unaligned variant); zero outside."""
         xs = ", ".join(f"{x}{p}_{c}" for c in range(4))
-        if vec:
+        if exact:
+            # inside A and B by construction: no guard, but threads past the tile's
+            # float4 count in a last partial pass load element 0 (their stores are off)
+            total, n = (A4, PA) if x == "xa" else (B4, PB)
+            g = (f"cuda.selp(sv{x[1]}{p}, {ptr[1]}, {u(0)})" if total % NT and p == n - 1
+                 else ptr[1])
+            s(f"{xs} = ldg4({ptr[0]}, {g})")
+            s(f"{ptr[1]} = uint32({ptr[1]} + {step})")
+        elif vec:
             # unconditional load (of element 0 when outside), then zero: no branch,
             # so that ptxas schedules it above the FMAs
             s(f"ok = {ok}")
@@ -299,12 +320,38 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
                 frag(k, 0)
                 fmas(0)
 
+    def double_buffered_trip():
+        s(f"k0 += {u(BK)}")
+        # the next k block, into registers: not under `if more` (the vec variant's
+        # guards zero-fill past ke), so that the loads stay above the FMAs
+        loads()
+        compute()
+        # ... then into the other stage, unconditionally: under `if more`, ptxas
+        # sinks the global loads into that block, below the FMAs (the vec variant's
+        # last iteration stores a zero tile that nothing reads)
+        stores(f"({u(lay.a_stage)} - oa)", f"({u(lay.b_stage)} - ob)")
+        s("cuda.syncthreads()")
+        s(f"oa = {u(lay.a_stage)} - oa")
+        s(f"ob = {u(lay.b_stage)} - ob")
+
     s("k0 = kb")
     s(f"oa = {u(0)} * kb")
     s(f"ob = {u(0)} * kb")
     if t.copy == "async":
         from .simt_async import main_loop
         main_loop(s, u, t, lay, compute, PA, PB, A4, B4, vec)
+    elif exact:
+        # the loop loads block kt + 1 while it computes block kt, for kt < nk - 1; the
+        # last block is computed after it, so no load reaches past the split
+        s(f"if nk > {u(0)}:                       # prologue: k block 0 -> stage 0")
+        with s.block():
+            loads()
+            stores("oa", "ob")
+            s("cuda.syncthreads()")
+            s(f"for kt in range(nk - {u(1)}):")
+            with s.block():
+                double_buffered_trip()
+            compute()
     elif t.stages == 2:
         s(f"if nk > {u(0)}:                       # prologue: k block 0 -> stage 0")
         with s.block():
@@ -313,18 +360,7 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
         s("cuda.syncthreads()")
         s("for kt in range(nk):")
         with s.block():
-            s(f"k0 += {u(BK)}")
-            # the next k block, into registers: not under `if more` (the loads' own
-            # guards zero-fill past ke), so that the loads stay above the FMAs
-            loads()
-            compute()
-            # ... then into the other stage, unconditionally: under `if more`, ptxas
-            # sinks the global loads into that block, below the FMAs (the last
-            # iteration stores a zero tile that nothing reads)
-            stores(f"({u(lay.a_stage)} - oa)", f"({u(lay.b_stage)} - ob)")
-            s("cuda.syncthreads()")
-            s(f"oa = {u(lay.a_stage)} - oa")
-            s(f"ob = {u(lay.b_stage)} - ob")
+            double_buffered_trip()
     else:
         s("for kt in range(nk):")
         with s.block():
@@ -402,8 +438,8 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
                 else:
                     for j in range(t.tn):
                         at_col(u(cols[j]), put1, f"acc{i}_{j}")
-    _last_block_reduces(s, u, t, vec)
-    name = f"sgemm_{t.name}" + ("" if vec else "_scalar")
+    last_block_reduces(s, u, t, vec)
+    name = f"sgemm_{t.name}" + ("_exact" if exact else "" if vec else "_scalar")
     head = f"def {name}(A, B, C, W, T, alpha, beta, kslice):\n"
     doc = (f'    """{t.name}: {t.tm}x{t.tn} thread tile, {t.wm}x{t.wn} warp tile, '
            f'{BM}x{BN}x{BK} block tile, {NT} threads, {"float4" if vec else "scalar"} '
@@ -412,86 +448,6 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None) ->
     consts = "".join(f"# {k} = np.uint32({int(v)})\n" for k, v in sorted(
         s.consts.items(), key=lambda kv: int(kv[1])))
     return consts + head + doc + body + "\n"
-
-
-def _last_block_reduces(s, u, t: GpuTile, vec: bool) -> None:
-    """The split-K epilogue's second half: after writing its raw partials into W, a
-    block counts itself in (``T[tile] += 1``, an atomic add after a
-    ``threadfence``); the tile's last block (the S-th to arrive) forms
-    ``C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C`` over the tile in that fixed
-    order and resets the count for the next call (CUDA programming guide, "Memory
-    Fence Functions": the threadFenceReduction pattern). One launch instead of a
-    kernel and a reduction kernel; bit-identical run to run. The vec variant adds
-    float4s, four partials' loads in flight per step."""
-    BM, BN, NT = t.bm, t.bn, t.threads
-    g = 4 if vec else 1                         # elements per thread and step
-    per_row = BN // g
-    s("if split:                               # the tile's last block adds W_0..W_{S-1}")
-    with s.block():
-        s("cuda.threadfence()                  # this block's partials before its count")
-        s("cuda.syncthreads()")
-        s(f"if tid == {u(0)}:")
-        with s.block():
-            s("tix = uint32(cuda.blockIdx.y) * uint32(cuda.gridDim.x) + uint32(cuda.blockIdx.x)")
-            s(f"last[0] = cuda.atomic.add(T, tix, {u(1)})")
-        s("cuda.syncthreads()")
-        s("nz = uint32(cuda.gridDim.z)")
-        s(f"if last[0] == nz - {u(1)}:")
-        with s.block():
-            s("cuda.threadfence()")
-            s(f"for q in range(tid, {u(BM * per_row)}, {u(NT)}):")
-            with s.block():
-                s(f"rr = row0 + q // {u(per_row)}")
-                s(f"cc = col0 + (q % {u(per_row)}) * {u(g)}")
-                s("if rr < M and cc < N:")
-                with s.block():
-                    lanes = range(g)
-                    if vec:
-                        s("e = uint32(rr * N + cc)")
-                        s("MN = uint32(M * N)")
-                        s("y0, y1, y2, y3 = ld4(W, e)")
-                    else:
-                        s("y0 = W[rr, cc]")
-
-                    def load(name, z):
-                        if vec:
-                            s(f"{name}0, {name}1, {name}2, {name}3 = "
-                              f"ld4(W, uint32(({z}) * MN + e))")
-                        else:
-                            s(f"{name}0 = W[({z}) * M + rr, cc]")
-
-                    s(f"zz = {u(1)}")
-                    s(f"while zz + {u(3)} < nz:            # four partials' loads in flight")
-                    with s.block():
-                        for h, w in enumerate("fghi"):
-                            load(w, f"zz + {u(h)}" if h else "zz")
-                        for w in "fghi":                # in split order: W_z, W_z+1, ...
-                            for d in lanes:
-                                s(f"y{d} += {w}{d}")
-                        s(f"zz += {u(4)}")
-                    s("while zz < nz:")
-                    with s.block():
-                        load("f", "zz")
-                        for d in lanes:
-                            s(f"y{d} += f{d}")
-                        s(f"zz += {u(1)}")
-                    s("if beta == 0:                   # C is not read")
-                    with s.block():
-                        if vec:
-                            s("st4(C, e, " + ", ".join(f"alpha * y{d}" for d in lanes) + ")")
-                        else:
-                            s("C[rr, cc] = alpha * y0")
-                    s("else:")
-                    with s.block():
-                        if vec:
-                            s("o0, o1, o2, o3 = ld4(C, e)")
-                            s("st4(C, e, " + ", ".join(f"alpha * y{d} + beta * o{d}"
-                                                       for d in lanes) + ")")
-                        else:
-                            s("C[rr, cc] = alpha * y0 + beta * C[rr, cc]")
-            s(f"if tid == {u(0)}:")
-            with s.block():
-                s(f"T[tix] = {u(0)}                # zero again, as the next call expects")
 
 
 ALIGN = "__ALIGN__"      # replaced by ", alignment=16" on the GPU, "" in the simulator
@@ -522,12 +478,40 @@ def _compile_source(src: str, name: str, ns: dict):
     return ns[name]
 
 
-def build(tile: GpuTile, vec: bool, sim: bool, cuda, max_registers: int | None):
-    """The numba dispatcher of :func:`kernel_source` (``cuda`` is ``numba.cuda``;
-    the simulator rejects ``alignment`` and ``max_registers``, so neither is used
-    there)."""
-    src = kernel_source(tile, vec).replace(ALIGN, "" if sim else ", alignment=16")
-    name = f"sgemm_{tile.name}" + ("" if vec else "_scalar")
+#: The variants of the warp-tiled kernel: float4 loads, element loads, and float4
+#: loads without guards for problems the tile divides (:func:`variant_for`).
+VARIANTS = ("vec", "scalar", "exact")
+
+
+#: Tiles, by (tm, tn, bm, bn), whose exact variant ran slower than their vec variant on
+#: the H200 (same tile, split and buffers, 7 interleaved rounds, 2026-12-01;
+#: bench/results/h200/simt_exact.md): 8x16 in 128x256 blocks 3.4-6.0% slower at
+#: 2048^3, 3072x1536x1024 and 4096^3 (ptxas 13.0 then issues its global loads about
+#: 345 FFMAs before their shared stores, against 520-550 in the vec variant); 8x8 in
+#: 64x128 -1.4..+2.4%, a tie. The other three ran 1.7-8.7% faster exact. These two
+#: launch the vec variant everywhere.
+EXACT_SLOWER = frozenset({(8, 16, 128, 256), (8, 8, 64, 128)})
+
+
+def variant_for(tile: GpuTile, m: int, n: int, k: int, vec: bool) -> str:
+    """The variant a launch of ``tile`` on an m x n x k problem runs: "exact" when
+    float4 loads are allowed (``vec``), the tile stages through registers, divides
+    the problem (m % bm == n % bn == k % bk == 0) and is not in
+    :data:`EXACT_SLOWER`; else "vec" or "scalar"."""
+    if not vec:
+        return "scalar"
+    divides = m % tile.bm == 0 and n % tile.bn == 0 and k % tile.bk == 0
+    faster = (tile.tm, tile.tn, tile.bm, tile.bn) not in EXACT_SLOWER
+    return "exact" if divides and faster and tile.copy == "regs" else "vec"
+
+
+def build(tile: GpuTile, variant: str, sim: bool, cuda, max_registers: int | None):
+    """The numba dispatcher of :func:`kernel_source` for ``variant`` (one of
+    :data:`VARIANTS`; ``cuda`` is ``numba.cuda``; the simulator rejects
+    ``alignment`` and ``max_registers``, so neither is used there)."""
+    src = kernel_source(tile, variant != "scalar", exact=variant == "exact").replace(
+        ALIGN, "" if sim else ", alignment=16")
+    name = f"sgemm_{tile.name}" + ("" if variant == "vec" else f"_{variant}")
     fn = _compile_source(src, name, _namespace(src, sim, cuda))
     fn.__microkernel_source__ = src
     if sim or max_registers is None:
