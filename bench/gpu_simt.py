@@ -16,8 +16,8 @@ Parts, in order:
 1. **env**: GPU, SMs, clocks, versions; ``CUPY_TF32=0`` is set before CuPy loads
    (full fp32 cuBLAS); checks that ``import microkernel.gpu`` did not import cffi.
 2. **compile**: each variant (the shape-adaptive candidates
-   ``microkernel.gpu.launch.AUTO_TILES`` with both kernel variants, float4 and
-   scalar loads; the GPU sweep's other candidates, float4 only; the original
+   ``microkernel.gpu.launch.AUTO_TILES`` with the three kernel variants, float4,
+   scalar and exact loads; the GPU sweep's other candidates, float4 only; the original
    kernel's default for reference): compile time, numba's resource report
    (registers, local memory = spills, shared memory), the occupancy model and the
    driver's blocks per SM, or the error.
@@ -44,6 +44,10 @@ Parts, in order:
 7. **sweep**: ``microkernel sweep --gpu`` logic on a small workload.
 8. **tests**: tests/test_gpu_simt.py and tests/test_gpu_sim.py on the GPU
    (NUMBA_ENABLE_CUDASIM=0), if time is left.
+
+With ``--exact-ab``, before part 2: each AUTO tile's exact variant against its vec
+variant at its planned split on :data:`EXACT_AB_SHAPES` (:func:`exact_ab_part`; JSON
+key ``exact_ab``).
 """
 from __future__ import annotations
 
@@ -497,6 +501,57 @@ def splitk_part(extra: bool = False, others=()) -> dict:
     return out
 
 
+#: Shapes of the exact/vec comparison (``--exact-ab``): every AUTO tile divides them.
+EXACT_AB_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (3072, 1536, 1024), (2048, 2048, 2048)]
+
+
+def exact_ab_part() -> dict:
+    """The warp-tiled kernel's exact variant against its vec variant: every AUTO tile at
+    the split the planner gives it, the same buffers, interleaved rounds, each output
+    checked against float64 first (the measurement behind ``simt.EXACT_SLOWER``)."""
+    import torch
+    from numba import cuda
+    from microkernel.gpu import front, launch
+    timer = Timer()
+    out = {}
+    for (m, n, k) in EXACT_AB_SHAPES:
+        A = torch.rand((m, k), device="cuda") * 2 - 1
+        B = torch.rand((k, n), device="cuda") * 2 - 1
+        C = torch.empty((m, n), device="cuda")
+        ref = A.double() @ B.double()
+        bound = 2 * (k + 2) * 2.0 ** -24 * (A.abs().double() @ B.abs().double())
+        dA, dB, dC = cuda.as_cuda_array(A), cuda.as_cuda_array(B), cuda.as_cuda_array(C)
+        cont, invalid = {}, []
+        for t in launch.AUTO_TILES:
+            p = launch.plan_launch(m, n, k, tile=t, limits=launch.device_limits())
+            kern = front._resolve_tile(t)
+            W, T = launch.split_buffers(t, m, n, p.split)
+            for v in ("vec", "exact"):
+                fn = (lambda kern=kern, v=v, W=W, T=T, p=p: kern.launch(
+                    dA, dB, dC, 1.0, 0.0, W=W, T=T, split=p.split, kslice=p.kslice, variant=v))
+                C.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                label = f"{t.name}/s{p.split}/{v}"
+                if bool(((C.double() - ref).abs() <= bound).all()):
+                    cont[label] = fn
+                else:
+                    invalid.append(label)
+        times = interleaved(timer, cont, 7, seed=m + n)
+        med = {kk: statistics.median(vv) * 1e6 for kk, vv in times.items()}
+        ratios = {}
+        for t in launch.AUTO_TILES:
+            ks = sorted(kk for kk in med if kk.startswith(t.name + "/"))
+            if len(ks) == 2:                         # [.../exact, .../vec]
+                ratios[t.name] = round(med[ks[0]] / med[ks[1]], 3)
+                log(f"exact/vec {m}x{n}x{k} {t.name}: vec {med[ks[1]]:.1f} us, exact "
+                    f"{med[ks[0]]:.1f} us, exact/vec {ratios[t.name]}")
+        out[f"{m}x{n}x{k}"] = {"us": med, "exact_over_vec": ratios, "invalid": invalid,
+                               "times_s": times}
+        launch.clear_plans()
+    return out
+
+
 # -- 6. call overhead -----------------------------------------------------------------------
 
 def overhead_part() -> dict:
@@ -774,6 +829,8 @@ def main(argv=None) -> int:
     ap.add_argument("--scan-extra", action="store_true",
                     help="the tile/split scan also times scan_extra()'s tiles")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--exact-ab", action="store_true",
+                    help="first time each AUTO tile's exact variant against its vec variant")
     ap.add_argument("--group-m", type=int, default=0,
                     help="run with the AUTO_TILES grouped by this many block rows "
                          "(GpuTile.group_m); the scan also times them ungrouped")
@@ -785,13 +842,15 @@ def main(argv=None) -> int:
     if args.group_m:
         import dataclasses
         from microkernel.gpu import launch
-        others = tuple(launch.AUTO_TILES)
+        others = tuple(dataclasses.replace(t, group_m=1) for t in launch.AUTO_TILES)
         launch.AUTO_TILES = tuple(dataclasses.replace(t, group_m=args.group_m)
                                   for t in others)
         r["auto_tiles"] = [t.name for t in launch.AUTO_TILES]
     part(r, "env")(env_part)
     sms = r["env"].get("sm_count", 132) if isinstance(r.get("env"), dict) else 132
     variants = variant_list(args.quick)
+    if args.exact_ab:
+        part(r, "exact_ab")(exact_ab_part)
     part(r, "compile")(compile_part, variants, sms)
     part(r, "catalogue")(catalogue_part, variants)
     tile_names = {t.name: t for t, _, _ in variants}

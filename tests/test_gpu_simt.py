@@ -184,8 +184,9 @@ def test_warp_tile_errors(kw, match):
 
 
 #: Problems T_M (16x16x4 blocks) divides, so that the guard-free "exact" variant runs:
-#: the simulator's float4 loads assert that every access is inside A and B, so a
-#: load past the split or the matrix fails the case.
+#: the simulator's float4 loads assert that every access is inside the A and B arrays
+#: (a load past the matrix fails the case; one past a split inside A shows only as
+#: wrong numbers, which the bound catches where the value is used).
 EXACT_CASES = (("32x32x16", 32, 32, 16, 1.0, 0.0, None),
                ("48x16x32 a,b", 48, 16, 32, 1.5, -0.5, None),
                ("beta=0 NaN C", 16, 32, 8, 1.0, 0.0, "nan_c"),
@@ -217,6 +218,20 @@ def test_exact_variant_split_k(m, n, k, split):
     assert np.all(np.abs(out - _ref(A, B, C0, 0.5, -1.0)) <= _bound(A, B, C0, 0.5, -1.0))
 
 
+def test_one_stage_runs_guarded_and_odd_kslice_is_refused():
+    """T_N (one stage) on a problem it divides runs a guarded variant, within the
+    bound; a kslice that is not a multiple of bk (splits not whole k blocks, which
+    the exact variant and the float4 loads assume) is refused."""
+    A, B, C0 = _operands(32, 32, 16, 5)
+    dC = cuda.to_device(C0)
+    front.gemm(cuda.to_device(A), cuda.to_device(B), dC, beta=1.0, tile=T_N)
+    assert np.all(np.abs(dC.copy_to_host() - _ref(A, B, C0, 1.0, 1.0))
+                  <= _bound(A, B, C0, 1.0, 1.0))
+    with pytest.raises(ValueError, match="kslice=6 is not a multiple of bk=4"):
+        front._resolve_tile(T_M).launch(cuda.to_device(A), cuda.to_device(B), dC,
+                                        split=2, kslice=6)
+
+
 def test_variant_choice():
     """exact only where the tile divides m, n and k and the operands allow float4s;
     never for cp.async tiles (their own main loop)."""
@@ -227,11 +242,14 @@ def test_variant_choice():
     assert simt.variant_for(T_M, 32, 32, 18, True) == "vec"      # 18 % 4
     assert simt.variant_for(T_M, 32, 32, 16, False) == "scalar"
     assert simt.variant_for(T_MA, 32, 32, 16, True) == "vec"
+    assert simt.variant_for(T_N, 32, 32, 16, True) == "vec"      # one stage: no exact loop
+    assert "exact" not in front._resolve_tile(T_N).variants
     assert launch.runner(24, 32, 16, T_M, 1, "vec", False, False, lim).variant == "vec"
     assert launch.runner(32, 32, 16, T_M, 1, "scalar", False, False, lim).variant == "scalar"
     assert launch.runner(32, 32, 16, T_MA, 1, "vec", False, False, lim).variant == "vec"
-    with pytest.raises(ValueError, match="exact"):
-        simt.kernel_source(T_MA, exact=True)
+    for t in (T_MA, T_N):
+        with pytest.raises(ValueError, match="exact"):
+            simt.kernel_source(t, exact=True)
     # the AUTO tiles measured slower exact keep the vec variant (simt.EXACT_SLOWER)
     big = next(t for t in launch.AUTO_TILES if (t.tm, t.tn) == (8, 16))
     sq = next(t for t in launch.AUTO_TILES if (t.bm, t.bn) == (128, 128))

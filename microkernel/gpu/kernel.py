@@ -326,8 +326,7 @@ class SgemmKernel:
         self.tile = tile
         self.dispatcher = dispatcher
         self.simulated = sim
-        #: {"vec", "scalar"[, "exact"]: dispatcher} for the warp-tiled kernel
-        self.variants = variants or {"vec": dispatcher}
+        self.variants = variants or {"vec": dispatcher}   #: variant name -> dispatcher
 
     def __repr__(self) -> str:
         return f"<SgemmKernel {self.tile.name}{' (simulator)' if self.simulated else ''}>"
@@ -344,9 +343,8 @@ class SgemmKernel:
         return SIGNATURE
 
     def variant_for(self, A, B, C) -> str:
-        """The variant for these operands (:func:`microkernel.gpu.simt.variant_for`;
-        float4 needs K and N multiples of 4 and 16-byte aligned data); always
-        ``"vec"`` for the original kernel."""
+        """The variant for these operands (:func:`microkernel.gpu.simt.variant_for`);
+        always ``"vec"`` for the original kernel."""
         if not self.tile.warp_tiled:
             return "vec"
         from .front import vec_ok
@@ -357,14 +355,14 @@ class SgemmKernel:
     def launch(self, A, B, C, alpha: float = 1.0, beta: float = 0.0, stream=0, *,
                W=None, T=None, split: int = 1, kslice: int | None = None,
                variant: str | None = None):
-        """Launch on device arrays A (M, K), B (K, N), C (M, N); no checks.
+        """Launch on device arrays A (M, K), B (K, N), C (M, N); no operand checks.
 
         Warp-tiled kernel only: ``split`` > 1 runs split-K with ``kslice`` k per split
         (a multiple of bk) through the workspace ``W`` ((split*M) x N, float32, device)
         and the tile counts ``T`` (uint32, at least one per block tile, all zero; the
         kernel leaves them zero), both allocated here when None; the tile's last
-        block writes C (:mod:`microkernel.gpu.simt`). ``variant`` forces one of
-        :attr:`variants`."""
+        block writes C (:mod:`microkernel.gpu.simt`); ValueError for a ``kslice``
+        that is not a multiple of bk. ``variant`` forces one of :attr:`variants`."""
         m, n = C.shape
         if m == 0 or n == 0:
             return C
@@ -379,6 +377,8 @@ class SgemmKernel:
         bk = self.tile.bk
         if kslice is None:
             kslice = max(bk, -(-k // (split * bk)) * bk)
+        if kslice % bk:
+            raise ValueError(f"kslice={kslice} is not a multiple of bk={bk}")
         disp = self.variants[variant or self.variant_for(A, B, C)]
         if T is None or (split > 1 and W is None):
             from .launch import split_buffers
@@ -431,7 +431,7 @@ class SgemmKernel:
         if not self.tile.warp_tiled:
             return None
         from .simt import kernel_source
-        return kernel_source(self.tile, vec=variant == "vec")
+        return kernel_source(self.tile, vec=variant != "scalar", exact=variant == "exact")
 
     def ptx(self, cc=(9, 0), variant: str | None = None) -> str:
         """PTX of the kernel for compute capability ``cc`` (needs NVVM, not a GPU)."""
@@ -519,7 +519,7 @@ def kernel_for(tile: GpuTile) -> SgemmKernel:
                 from . import simt
                 cap = max_registers(tile)
                 variants = {v: simt.build(tile, v, sim, cuda, cap) for v in simt.VARIANTS
-                            if v != "exact" or tile.copy == "regs"}
+                            if v != "exact" or simt.has_exact(tile)}
                 k = SgemmKernel(tile, variants["vec"], sim, variants)
             else:
                 k = SgemmKernel(tile, _build(tile, sim), sim)

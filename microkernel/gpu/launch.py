@@ -107,10 +107,10 @@ TIE = 0.02
 #: 64x64 blocks (4 warps, capped for 4 blocks per SM: 117 registers, no spill), the
 #: fastest on the skinny shapes of the tile scan (35x700x2048: 18.3 us against 23.3
 #: for the 8x8 tile in 64x128 blocks). All but the 128x128 one walk the grid in groups
-#: of 8 block rows (``group_m``, gpu/raster.py): on the H200 that was 1.7-1.9% faster at
-#: 4096^3 and 8192^3 for the 128x256 tile and 3-6% for the smaller ones at 3072x1500x1024
-#: and 8192^3, while the 128x128 tile, at its 128-register cap, ran 4-10% slower grouped
-#: (bench/results/h200/simt_grouped.md).
+#: of 8 block rows (``group_m``, gpu/raster.py): on the H200 that was 1.7-1.9% faster
+#: at 4096^3 and 8192^3 for the 128x256 tile and up to 6% for the smaller ones at
+#: 3072x1500x1024 and 8192^3, while the 128x128 tile, at its 128-register cap, ran
+#: 3-11% slower grouped (bench/results/h200/simt_grouped.md).
 AUTO_TILES = (
     GpuTile(8, 16, 128, 256, 8, wm=64, wn=64, group_m=8),
     DEFAULT_TILE,

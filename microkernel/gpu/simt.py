@@ -24,9 +24,9 @@ SIMT path: ``MmaSimt``, 128x128x8 threadblocks of 32x64 warps):
   the *exact* variant (``exact=True``, float4) has no load guards at all: it
   runs the k loop one block short with unconditional loads and computes the
   last block after it, so no load reaches past A, B or the split. ptxas 13.0
-  (sm_90) then issues 5-10% fewer instructions per k block; on the H200 it ran
-  1.7-8.7% faster for three of the five AUTO tiles and slower for the 8x16 one
-  (:data:`EXACT_SLOWER`).
+  (sm_90) then issues 4-10% fewer instructions per k block; on the H200 it took
+  0.913-0.999 of the vec time for three of the five AUTO tiles and up to 1.060
+  for the 8x16 one (:data:`EXACT_SLOWER`).
 * **A transposed into shared memory**, k-major, so that a lane's TM values of A
   at one k are contiguous; the transposing stores are conflict-free thanks to
   the skewed layout of :class:`~microkernel.gpu.tiles.SharedLayout` (checked
@@ -73,8 +73,8 @@ from .raster import BLOCK_INDEX
 from .simt_splitk import last_block_reduces
 from .tiles import WARP_SIZE, GpuTile
 
-__all__ = ["SIGNATURE", "kernel_source", "build", "variant_for", "VARIANTS", "EXACT_SLOWER",
-           "LOOPS", "bank_report"]
+__all__ = ["SIGNATURE", "kernel_source", "build", "variant_for", "has_exact", "VARIANTS",
+           "EXACT_SLOWER", "LOOPS", "bank_report"]
 
 #: Launch signature: A (M, K), B (K, N), C (M, N), W (S*M, N) workspace (C when
 #: not split), T (uint32, one count per block tile, zero between calls; any uint32
@@ -132,14 +132,15 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     stage unrolled, the TM x TN products as loops over local arrays when ``loops``,
     default :data:`LOOPS`, else as scalar statements; see the module docstring).
     ``exact``: the guard-free variant for problems the tile divides (float4 only,
-    register staging, see the module docstring). Raises ValueError for a tile
-    without a warp tile, or for ``exact`` with ``vec=False`` or cp.async staging."""
+    register staging in two stages, see the module docstring). Raises ValueError
+    for a tile without a warp tile, or for ``exact`` with ``vec=False``, cp.async
+    staging or one stage."""
     loops = LOOPS if loops is None else loops
     t = tile
     if not t.warp_tiled:
         raise ValueError(f"{t.name} has no warp tile (wm, wn): use the original kernel")
-    if exact and (not vec or t.copy != "regs"):
-        raise ValueError("the exact variant needs float4 loads and copy='regs'")
+    if exact and (not vec or t.copy != "regs" or t.stages != 2):
+        raise ValueError("the exact variant needs float4 loads, copy='regs' and stages=2")
     lay = t.shared_layout
     s = _Src()
     u = s.u
@@ -486,23 +487,30 @@ VARIANTS = ("vec", "scalar", "exact")
 #: Tiles, by (tm, tn, bm, bn), whose exact variant ran slower than their vec variant on
 #: the H200 (same tile, split and buffers, 7 interleaved rounds, 2026-12-01;
 #: bench/results/h200/simt_exact.md): 8x16 in 128x256 blocks 3.4-6.0% slower at
-#: 2048^3, 3072x1536x1024 and 4096^3 (ptxas 13.0 then issues its global loads about
+#: 2048^3, 3072x1536x1024 and 4096^3 (1.6% faster at 1024^3) (ptxas 13.0 then issues its global loads about
 #: 345 FFMAs before their shared stores, against 520-550 in the vec variant); 8x8 in
-#: 64x128 -1.4..+2.4%, a tie. The other three ran 1.7-8.7% faster exact. These two
-#: launch the vec variant everywhere.
+#: 64x128 0.986-1.024 of the vec time, a tie. The other three took 0.913-0.999 of the
+#: vec time. These two launch the vec variant everywhere (keyed without BK: a BK 16
+#: tile of the same shape, unmeasured, also stays on vec).
 EXACT_SLOWER = frozenset({(8, 16, 128, 256), (8, 8, 64, 128)})
 
 
 def variant_for(tile: GpuTile, m: int, n: int, k: int, vec: bool) -> str:
     """The variant a launch of ``tile`` on an m x n x k problem runs: "exact" when
-    float4 loads are allowed (``vec``), the tile stages through registers, divides
-    the problem (m % bm == n % bn == k % bk == 0) and is not in
-    :data:`EXACT_SLOWER`; else "vec" or "scalar"."""
+    float4 loads are allowed (``vec``), the tile has the exact variant
+    (:func:`has_exact`), divides the problem (m % bm == n % bn == k % bk == 0) and
+    is not in :data:`EXACT_SLOWER`; else "vec" or "scalar"."""
     if not vec:
         return "scalar"
     divides = m % tile.bm == 0 and n % tile.bn == 0 and k % tile.bk == 0
     faster = (tile.tm, tile.tn, tile.bm, tile.bn) not in EXACT_SLOWER
-    return "exact" if divides and faster and tile.copy == "regs" else "vec"
+    return "exact" if divides and faster and has_exact(tile) else "vec"
+
+
+def has_exact(tile: GpuTile) -> bool:
+    """Whether the tile has an exact variant: register staging in two stages (the
+    exact loop double-buffers; cp.async tiles have their own main loop)."""
+    return tile.warp_tiled and tile.copy == "regs" and tile.stages == 2
 
 
 def build(tile: GpuTile, variant: str, sim: bool, cuda, max_registers: int | None):

@@ -52,8 +52,8 @@ CANDIDATES = (
     GpuTile(16, 8, 256, 128, 8, wm=64, wn=64),                    # 16x8 thread tile
     GpuTile(8, 16, 128, 256, 8, wm=64, wn=64),                    # 8x16 thread tile
     GpuTile(8, 8, 128, 128, 8, stages=1, wm=32, wn=64),           # one stage (114 regs)
-    AUTO_TILES[1],                                                # 64x128 block
-    AUTO_TILES[2],                                                # 64x64 block
+    AUTO_TILES[2],                                                # 64x128 block
+    AUTO_TILES[3],                                                # 64x64 block
 )
 
 AUTO = "auto"
