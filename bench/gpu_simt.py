@@ -345,6 +345,14 @@ def interleaved(timer: Timer, contenders: dict, rounds: int, seed: int) -> dict:
     return times
 
 
+def reference_and_bound(A, B):
+    """The float64 product of torch CUDA matrices A, B and the per-element bound
+    ``C_BOUND (K+2) U |A||B|`` of :func:`microkernel.gpu.port.validate`."""
+    from microkernel.gpu import port as gp
+    ref = A.double() @ B.double()
+    return ref, gp.C_BOUND * (A.shape[1] + 2) * gp.U * (A.abs().double() @ B.abs().double())
+
+
 # -- 4. the table ---------------------------------------------------------------------------
 
 def table_part(result: dict, args, tile_names: dict) -> dict:
@@ -352,7 +360,7 @@ def table_part(result: dict, args, tile_names: dict) -> dict:
     import torch
     from numba import cuda
     from microkernel import stats
-    from microkernel.gpu import front, launch, port as gp
+    from microkernel.gpu import front, launch
     timer = Timer()
     result["timer"] = {"sleep_kernel": timer.sleep_ok, "cycles_per_us": timer.cyc_per_us}
     try:
@@ -374,8 +382,7 @@ def table_part(result: dict, args, tile_names: dict) -> dict:
             A = torch.rand((m, k), device="cuda", generator=g, dtype=torch.float32) * 2 - 1
             B = torch.rand((k, n), device="cuda", generator=g, dtype=torch.float32) * 2 - 1
             C = torch.empty((m, n), device="cuda", dtype=torch.float32)
-            ref = A.double() @ B.double()
-            bound = gp.C_BOUND * (k + 2) * gp.U * (A.abs().double() @ B.abs().double())
+            ref, bound = reference_and_bound(A, B)
             dA, dB, dC = cuda.as_cuda_array(A), cuda.as_cuda_array(B), cuda.as_cuda_array(C)
             cA, cB, cC = cp.asarray(A), cp.asarray(B), cp.asarray(C)
 
@@ -518,12 +525,12 @@ def exact_ab_part() -> dict:
         A = torch.rand((m, k), device="cuda") * 2 - 1
         B = torch.rand((k, n), device="cuda") * 2 - 1
         C = torch.empty((m, n), device="cuda")
-        ref = A.double() @ B.double()
-        bound = 2 * (k + 2) * 2.0 ** -24 * (A.abs().double() @ B.abs().double())
+        ref, bound = reference_and_bound(A, B)
         dA, dB, dC = cuda.as_cuda_array(A), cuda.as_cuda_array(B), cuda.as_cuda_array(C)
-        cont, invalid = {}, []
+        cont, invalid, pairs = {}, [], {}
         for t in launch.AUTO_TILES:
             p = launch.plan_launch(m, n, k, tile=t, limits=launch.device_limits())
+            pairs[t.name] = tuple(f"{t.name}/s{p.split}/{v}" for v in ("exact", "vec"))
             kern = front._resolve_tile(t)
             W, T = launch.split_buffers(t, m, n, p.split)
             for v in ("vec", "exact"):
@@ -540,12 +547,11 @@ def exact_ab_part() -> dict:
         times = interleaved(timer, cont, 7, seed=m + n)
         med = {kk: statistics.median(vv) * 1e6 for kk, vv in times.items()}
         ratios = {}
-        for t in launch.AUTO_TILES:
-            ks = sorted(kk for kk in med if kk.startswith(t.name + "/"))
-            if len(ks) == 2:                         # [.../exact, .../vec]
-                ratios[t.name] = round(med[ks[0]] / med[ks[1]], 3)
-                log(f"exact/vec {m}x{n}x{k} {t.name}: vec {med[ks[1]]:.1f} us, exact "
-                    f"{med[ks[0]]:.1f} us, exact/vec {ratios[t.name]}")
+        for t, (ex, ve) in pairs.items():
+            if ex in med and ve in med:
+                ratios[t] = round(med[ex] / med[ve], 3)
+                log(f"exact/vec {m}x{n}x{k} {t}: vec {med[ve]:.1f} us, exact "
+                    f"{med[ex]:.1f} us, exact/vec {ratios[t]}")
         out[f"{m}x{n}x{k}"] = {"us": med, "exact_over_vec": ratios, "invalid": invalid,
                                "times_s": times}
         launch.clear_plans()

@@ -439,12 +439,10 @@ def runner(m: int, n: int, k: int, tile, split, variant: str, alpha_zero: bool,
     from .kernel import kernel_for
     plan = plan_launch(m, n, k, tile=tile, split=split, limits=limits,
                        alpha_zero=alpha_zero, reads_c=reads_c)
-    kern = kernel_for(plan.tile)
-    if variant == "vec" and plan.tile.warp_tiled:
+    if variant == "vec":                # exact where the tile has it and divides the problem
         from .simt import variant_for
-        v = variant_for(plan.tile, m, n, k, True)
-        variant = v if v in kern.variants else variant
-    r = Runner(plan, kern, variant)
+        variant = variant_for(plan.tile, m, n, k, True)
+    r = Runner(plan, kernel_for(plan.tile), variant)
     with _RLOCK:
         _RUNNERS[key] = r
         while len(_RUNNERS) > MAX_RUNNERS:

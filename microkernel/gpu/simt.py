@@ -54,7 +54,8 @@ SIMT path: ``MmaSimt``, 128x128x8 threadblocks of 32x64 warps):
   the tile's slot of ``T`` (an atomic add after a ``threadfence``); the tile's
   last block forms ``C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C`` in that
   fixed order and resets the slot (:mod:`microkernel.gpu.simt_splitk`):
-  bit-identical from run to run, whichever block comes last. With ``gridDim.z == 1`` the
+  bit-identical from run to run, whichever block comes last. With ``gridDim.z == 1``
+  the
   epilogue writes ``alpha*acc + beta*C`` to C directly (W and T are ignored).
 
 BLAS semantics are the original kernel's: beta == 0 never reads C; alpha == 0
@@ -139,7 +140,7 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     t = tile
     if not t.warp_tiled:
         raise ValueError(f"{t.name} has no warp tile (wm, wn): use the original kernel")
-    if exact and (not vec or t.copy != "regs" or t.stages != 2):
+    if exact and not (vec and has_exact(t)):
         raise ValueError("the exact variant needs float4 loads, copy='regs' and stages=2")
     lay = t.shared_layout
     s = _Src()
