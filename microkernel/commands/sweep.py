@@ -19,9 +19,6 @@ from .common import (Progress, UsageError, check_threads, console, fraction, nee
 
 __all__ = ["add_arguments", "run", "plot"]
 
-DEFAULT_MARGIN = 0.03
-
-
 def add_arguments(p) -> None:
     p.add_argument("--isa", help=f"ISA to sweep (default: the best this machine runs); "
                    f"one of {', '.join(ISAS)}. One this machine cannot run gets a "
@@ -34,8 +31,9 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--max-shapes", type=positive_int, default=16,
                    help="at most this many enumerated tile shapes (default 16)")
-    p.add_argument("--margin", type=fraction, default=DEFAULT_MARGIN,
-                   help="speed difference below which tiles tie (default 3%%; 0.03 or 3%%)")
+    p.add_argument("--margin", type=fraction, default=stats.DEFAULT_MARGIN,
+                   help=f"speed difference below which tiles tie (default "
+                   f"{100 * stats.DEFAULT_MARGIN:.0f}%%; e.g. 0.03 or 3%%)")
     p.add_argument("--budget", type=nonneg_float, default=110.0,
                    help="seconds the workload race may take (default 110)")
     p.add_argument("--rounds", type=positive_int, default=40,
@@ -252,11 +250,13 @@ def _print_measured(con, res) -> None:
         con.print(f"gemm()'s default {d['name']}: "
                   + ("the leader" if d["status"] == "leader" else
                      f"{d['status']}, {_pct(d['vs_leader'])} against the leader"))
+    margin = res["race"]["margin"]
     close = [r["name"] for r in res["rows"] if r["vs_leader"] and r["status"] != "leader"
-             and r["vs_leader"]["point"] >= 0.97]
+             and r["vs_leader"]["point"] >= 1 - margin]
     if close:
         kernels = ",".join([res["leader"]] + close)
-        con.print(f"next: time the leader against the tiles within 3%, 15 rounds: "
+        con.print(f"next: time the leader against the tiles within {100 * margin:.0f}%, 15 "
+                  f"rounds: "
                   f"{python_command()} compare --kernels {kernels} --workload {res['workload']}"
                   + (f" --scale {res['scale']}" if res["scale"] != 1 else "")
                   + (f" --threads {res['threads']}" if res["threads"] != 1 else ""))
