@@ -16,11 +16,16 @@ cancels most of it. For a workload of several shapes:
 
 The verdict of a race (:func:`verdict`) names a leader and sorts every other
 contender against it: *behind* when the whole interval of its speed relative to the
-leader lies below ``1 - margin`` (it is slower by more than the margin, with the
-stated confidence), else *tied* with the leader. The leader is *separated* when every
-other contender is behind. The margin is the smallest difference the verdict claims to
-see: differences inside it are not reproducible from run to run on a shared machine
-(the run-to-run spread of the same tile is larger than a single run's interval).
+leader lies below ``1 - margin``, else *tied* with the leader. The leader is
+*separated* (a winner) when every other contender is behind. The default margin is 0:
+a contender is behind when the interval shows it slower at all, and the verdict claims
+the order, not a size. That puts the line between "tied" and "behind" at the top edge
+of the landscape, at the leader's own speed, where tiles are fewest; a margin of a few
+percent cuts through the band of tiles 1-5% behind the leader that every ISA's sweep
+shows, and the tiles near that line flip in and out of the tie from run to run
+(docs/design-notes.md, "The verdict"). A positive ``margin`` is a tolerance a user may
+ask for. Races drop contenders clearly behind (:data:`DROP_MARGIN`) to give their
+rounds to the leaders.
 
 Inputs are arrays of seconds per call shaped ``(shapes, rounds)``, NaN where a
 contender was not timed in a round (after it was dropped from a race).
@@ -34,12 +39,16 @@ import numpy as np
 
 __all__ = ["Interval", "Comparison", "Verdict", "paired_ratios", "workload_ratio",
            "bootstrap", "compare", "verdict", "speed_scores", "DEFAULT_LEVEL",
-           "DEFAULT_MARGIN", "DEFAULT_BOOT"]
+           "DEFAULT_MARGIN", "DROP_MARGIN", "DEFAULT_BOOT"]
 
 #: confidence level of every interval
 DEFAULT_LEVEL = 0.95
-#: relative speed difference below which two contenders are called a tie
-DEFAULT_MARGIN = 0.02
+#: relative speed difference below which two contenders are called a tie (0: tied
+#: unless the interval shows the contender slower)
+DEFAULT_MARGIN = 0.0
+#: a race stops timing a contender whose interval lies wholly below 1 - this (or below
+#: 1 - margin, when the margin is larger): clearly behind, its rounds go to the leaders
+DROP_MARGIN = 0.02
 #: bootstrap resamples
 DEFAULT_BOOT = 2000
 
@@ -153,12 +162,14 @@ class Verdict:
         if len(self.comparisons) == 1:
             return (f"one contender ({self.leader}): nothing to rank; the peers' columns "
                     f"are its comparison")
+        by = f" by more than {100 * self.margin:g}%" if self.margin else ""
+        conf = f"{100 * self.level:.0f}% confidence"
         if self.separated:
-            return (f"winner: {self.leader} (every other tile slower by more than "
-                    f"{100 * self.margin:.0f}% at {100 * self.level:.0f}% confidence)")
+            nearest = max(self.behind, key=lambda n: self.comparisons[n].vs_leader.point)
+            return (f"winner: {self.leader} (every other tile slower{by} at {conf}; the "
+                    f"nearest, {nearest}, {self.comparisons[nearest].vs_leader.pct()})")
         rest = ", ".join(f"{n} {self.comparisons[n].vs_leader.pct()}" for n in self.ties[1:])
-        return (f"tie: {', '.join(self.ties)} (not separated by more than "
-                f"{100 * self.margin:.0f}% at {100 * self.level:.0f}% confidence; "
+        return (f"tie: {', '.join(self.ties)} (not shown slower{by} at {conf}; "
                 f"against {self.leader}: {rest})")
 
 

@@ -13,9 +13,9 @@ timing engine (:mod:`microkernel.timing`), every contender in the same rounds:
 2. **Workload**: ``gemm()`` with each tile on the workload's tiled shapes
    (min(m, n) >= 16; n = 1 shapes take the driver's GEMV path, the same code for every
    tile), with numpy (and PyTorch / blis where installed) as reference columns. Tiles
-   clearly behind the leader are dropped from the race; the leaders keep being timed
-   until the leader is separated from the rest by more than the margin, or every
-   challenger is shown to be within it, or the time budget is spent. The verdict
+   clearly behind the leader (interval below -2%, :data:`microkernel.stats.DROP_MARGIN`)
+   are dropped from the race; the leaders keep being timed until every other tile is
+   shown to be slower than the leader, or the time budget is spent. The verdict
    (:func:`microkernel.stats.verdict`) is a winner or a tie, with intervals.
 
 An ISA this machine cannot run (``--isa avx512`` without AVX-512, ``neon``/``sve`` on
@@ -261,6 +261,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
            "shapes": shapes,
            "race": {"rounds": result.rounds, "stopped": result.stopped,
                     "seconds": result.seconds, "budget": budget, "margin": margin,
+                    "drop": race.drop,
                     "level": v.level, "min_rounds": min_rounds, "max_rounds": max_rounds,
                     "dropped": result.dropped, "revived": result.revived,
                     "min_time": min_time},

@@ -201,24 +201,31 @@ class RaceResult:
 
 
 class Race:
-    """Rounds until the leader is separated, every challenger is shown to be within
-    the margin (checked from ``2 * min_rounds`` rounds on), ``max_rounds`` are done, or
-    ``budget`` seconds of the injected clock are spent, whichever comes first; never
-    fewer than ``min_rounds``. From
-    ``min_rounds`` on, a contender found *behind* the leader (:func:`stats.verdict`)
-    is dropped: it is no longer timed. Before that, from ``early_rounds`` on, only a
-    contender *far* behind is dropped: the upper end of its interval below
-    ``1 - early_factor * margin`` (with 3 rounds the interval is about the range of
-    the per-round ratios, so every round must have put it that far behind), which
-    leaves the budget to the rounds that separate the leaders. A dropped contender
-    that is no longer shown to be behind the leader (the leader changed: a slow
-    spell had hit it) is timed again from the next round. References are timed
+    """Rounds until the leader is separated (every challenger behind it at ``margin``,
+    :func:`stats.verdict`), every challenger is shown to be within a positive margin,
+    ``max_rounds`` are done, or ``budget`` seconds of the injected clock are spent,
+    whichever comes first; never fewer than ``min_rounds``, and a separation that
+    leaves any challenger still being timed (behind, but not clearly) counts from
+    ``2 * min_rounds`` rounds on (a bootstrap over 5 rounds is too narrow to claim an
+    order with). Both the separation and the equivalence are checked on the verdict
+    of the rounds so far.
+
+    Dropping: from ``min_rounds`` on, a contender *clearly* behind the leader (the
+    upper end of its interval below ``1 - max(margin, drop)``) is no longer timed.
+    Before that, from ``early_rounds`` on, only a contender *far* behind is dropped:
+    its interval below ``1 - early_factor * max(margin, drop)`` (with 3 rounds the
+    interval is about the range of the per-round ratios, so every round must have put
+    it that far behind), which leaves the budget to the rounds that separate the
+    leaders. A dropped contender that is no longer clearly behind the leader (the
+    leader changed: a slow spell had hit it) is timed again from the next round, so
+    a dropped contender is always behind in the final verdict. References are timed
     every round and never ranked."""
 
     def __init__(self, rounds: Rounds, *, margin: float = stats.DEFAULT_MARGIN,
                  level: float = stats.DEFAULT_LEVEL, min_rounds: int = 5,
                  max_rounds: int = 60, budget: float | None = None,
-                 n_boot: int = 1000, early_rounds: int = 3, early_factor: float = 3.0):
+                 n_boot: int = 1000, early_rounds: int = 3, early_factor: float = 3.0,
+                 drop: float = stats.DROP_MARGIN):
         if min_rounds < 2:
             raise ValueError(f"min_rounds must be >= 2, got {min_rounds}")
         if early_rounds < 2:
@@ -230,8 +237,12 @@ class Race:
             raise ValueError(f"max_rounds ({max_rounds}) < min_rounds ({min_rounds})")
         if budget is not None and not budget > 0:
             raise ValueError(f"budget must be > 0 seconds, got {budget}")
+        if not 0 <= drop < 1:
+            raise ValueError(f"drop must be in [0, 1), got {drop}")
         self.r = rounds
         self.margin, self.level = margin, level
+        #: a contender whose interval lies below 1 - this is dropped
+        self.drop = max(margin, drop)
         self.min_rounds, self.max_rounds, self.budget = min_rounds, max_rounds, budget
         self.n_boot = n_boot
         refs = {c.name for c in rounds.contenders if c.reference}
@@ -252,7 +263,7 @@ class Race:
     def _drop_far_behind(self) -> None:
         """The early rounds' rule (see the class docstring)."""
         v = self.current()
-        floor = 1 - self.early_factor * self.margin
+        floor = 1 - self.early_factor * self.drop
         for name in list(self.active):
             c = v.comparisons.get(name)
             if name != v.leader and c is not None and c.vs_leader.hi < floor:
@@ -272,21 +283,27 @@ class Race:
                     self._drop_far_behind()
                 continue
             v = self.current()
-            for name in v.behind:
-                if name in self.active:
-                    self.active.remove(name)
-                    self.dropped[name] = self.r.rounds
-            for name in [n for n in self.dropped if n not in v.behind]:
-                del self.dropped[name]              # not behind this leader: back in
+            clear = {n for n, c in v.comparisons.items()
+                     if n != v.leader and c.vs_leader.hi < 1 - self.drop}
+            for name in [n for n in self.active if n in clear]:
+                self.active.remove(name)
+                self.dropped[name] = self.r.rounds
+            for name in [n for n in self.dropped if n not in clear]:
+                del self.dropped[name]              # not clearly behind this leader: back in
                 self.active.append(name)
                 self.revived.setdefault(name, []).append(self.r.rounds)
             if len(self.active) == 1:
                 stopped = "separated"
                 break
-            rest = [v.comparisons[n].vs_leader for n in self.active if n != v.leader]
-            if rest and self.r.rounds >= 2 * self.min_rounds and all(c.lo >= 1 - self.margin and c.hi <= 1 + self.margin for c in rest):
-                stopped = "equivalent"   # every challenger shown to be within the margin
-                break
+            rest = [v.comparisons[n] for n in self.active if n != v.leader]
+            if self.r.rounds >= 2 * self.min_rounds:
+                if all(c.status == "behind" for c in rest):
+                    stopped = "separated"    # behind at the margin, not clearly
+                    break
+                if self.margin > 0 and all(c.vs_leader.lo >= 1 - self.margin
+                                           and c.vs_leader.hi <= 1 + self.margin for c in rest):
+                    stopped = "equivalent"   # every challenger shown to be within the margin
+                    break
             # stop when another round like the last would overrun the budget
             if self.budget is not None and self.r.clock() - start + last > self.budget:
                 stopped = "budget"

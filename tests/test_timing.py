@@ -186,6 +186,48 @@ def test_a_tile_dropped_against_a_passing_leader_is_timed_again():
         assert (c.status == "behind") == (n != v.leader and c.vs_leader.hi < 0.97)
 
 
+def test_by_default_a_leader_one_percent_ahead_is_a_winner_and_the_rest_kept_timed():
+    """The default margin is 0: 'b', 1% behind 'a' with 0.2% noise, is not clearly
+    behind (its interval does not reach below -2%, stats.DROP_MARGIN), so the race keeps
+    timing it; its interval shows it slower, and from 2 x min_rounds the race stops with
+    'a' the winner. 'c', 10% behind, is dropped after the early rounds."""
+    clock = FakeClock()
+    cs = [fake(clock, n, t, shape=s, noise=0.002) for s in ("p", "q")
+          for n, t in (("a", 0.0200), ("b", 0.0202), ("c", 0.0222))]
+    res = Race(rounds(clock, cs), min_rounds=5, max_rounds=40).run()
+    v = res.verdict
+    assert v.margin == 0.0 and v.separated and v.leader == "a" and v.behind == ("b", "c")
+    assert res.dropped == {"c": 3} and "b" not in res.dropped
+    assert res.stopped == "separated" and res.rounds == 10
+    b = v.comparisons["b"].vs_leader
+    assert 0.98 < b.lo <= b.point <= b.hi < 1.0
+    assert v.summary().startswith("winner: a (every other tile slower at 95% confidence; "
+                                  f"the nearest, b, {b.pct()})")
+
+
+def test_by_default_contenders_that_noise_cannot_order_are_a_tie():
+    """'a' and 'b' are the same speed (1% noise each): the race never shows either
+    slower, times both until the budget, and calls it a tie."""
+    clock = FakeClock()
+    cs = [fake(clock, n, 0.02, shape=s, noise=0.01, seed=i)
+          for s in ("p", "q") for i, n in enumerate("ab")]
+    res = Race(rounds(clock, cs), min_rounds=5, max_rounds=30, budget=2.0).run()
+    assert res.stopped == "budget" and not res.dropped
+    assert set(res.verdict.ties) == {"a", "b"}
+    assert res.verdict.summary().startswith("tie: ")
+    assert "not shown slower at 95% confidence" in res.verdict.summary()
+
+
+def test_the_drop_threshold_is_the_larger_of_drop_and_margin():
+    clock = FakeClock()
+    r = rounds(clock, [fake(clock, "a", 0.02), fake(clock, "b", 0.02)])
+    assert Race(r).drop == stats.DROP_MARGIN
+    assert Race(r, margin=0.05).drop == 0.05
+    assert Race(r, drop=0.04).drop == 0.04
+    with pytest.raises(ValueError, match="drop"):
+        Race(r, drop=1.0)
+
+
 def test_the_budget_stops_the_race_after_min_rounds():
     clock = FakeClock()
     cs = [fake(clock, n, 0.02, noise=0.02, shape="p") for n in "ab"]

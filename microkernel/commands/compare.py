@@ -49,8 +49,8 @@ def add_arguments(p) -> None:
     p.add_argument("--min-time", type=nonneg_float, default=0.02,
                    help="seconds each sample lasts at least")
     p.add_argument("--margin", type=fraction, default=stats.DEFAULT_MARGIN,
-                   help=f"speed difference below which contenders tie (default "
-                   f"{100 * stats.DEFAULT_MARGIN:.0f}%%)")
+                   help="speed difference below which contenders tie (default 0: tied "
+                   "unless the interval shows one slower)")
     p.add_argument("--peers", help="reference libraries (default: every one installed)")
     add_dtype_argument(p, "input types of the operands (bf16, f16, f16h, s8s8, u8s8, u8u8; "
                        "default: the first contender's); peers on that dtype: numpy on the "

@@ -19,6 +19,9 @@ from .common import (Progress, UsageError, check_threads, console, fraction, nee
 
 __all__ = ["add_arguments", "run", "plot"]
 
+#: the printed next step times the leader against the tiles within this of it
+NEXT_WITHIN = 0.03
+
 def add_arguments(p) -> None:
     p.add_argument("--isa", help=f"ISA to sweep (default: the best this machine runs); "
                    f"one of {', '.join(ISAS)}. One this machine cannot run gets a "
@@ -32,8 +35,8 @@ def add_arguments(p) -> None:
     p.add_argument("--max-shapes", type=positive_int, default=16,
                    help="at most this many enumerated tile shapes (default 16)")
     p.add_argument("--margin", type=fraction, default=stats.DEFAULT_MARGIN,
-                   help=f"speed difference below which tiles tie (default "
-                   f"{100 * stats.DEFAULT_MARGIN:.0f}%%; e.g. 0.03 or 3%%)")
+                   help="speed difference below which tiles tie (default 0: a tile ties "
+                   "with the leader unless its interval shows it slower; e.g. 0.03 or 3%%)")
     p.add_argument("--budget", type=nonneg_float, default=110.0,
                    help="seconds the workload race may take (default 110)")
     p.add_argument("--rounds", type=positive_int, default=40,
@@ -178,9 +181,10 @@ def _print_measured(con, res) -> None:
               f"peers: {'; '.join(res['peers'].values()) or 'none'}")
     con.print(f"workload race: {race['rounds']} interleaved rounds in {race['seconds']:.0f} s "
               f"(stopped: {race['stopped']}; budget {race['budget']:.0f} s), "
-              f"{len(race['dropped'])} tile(s) dropped as clearly behind; intervals "
-              f"{100 * race['level']:.0f}% (bootstrap over rounds), tie margin "
-              f"{100 * race['margin']:.0f}%")
+              f"{len(race['dropped'])} tile(s) dropped as clearly behind (interval below "
+              f"-{100 * race.get('drop', race['margin']):g}%); intervals "
+              f"{100 * race['level']:.0f}% (bootstrap over rounds); behind: the interval "
+              f"wholly below the leader" + (f" - {100 * race['margin']:g}%" if race['margin'] else ""))
     ref = "numpy" if "numpy" in res["peers"] else None
     t = _table(f"ranking over the workload: speed against the leader {v['leader']} "
                f"(geometric mean of per-shape ratios, paired by round)",
@@ -250,13 +254,12 @@ def _print_measured(con, res) -> None:
         con.print(f"gemm()'s default {d['name']}: "
                   + ("the leader" if d["status"] == "leader" else
                      f"{d['status']}, {_pct(d['vs_leader'])} against the leader"))
-    margin = res["race"]["margin"]
     close = [r["name"] for r in res["rows"] if r["vs_leader"] and r["status"] != "leader"
-             and r["vs_leader"]["point"] >= 1 - margin]
+             and r["vs_leader"]["point"] >= 1 - NEXT_WITHIN]
     if close:
         kernels = ",".join([res["leader"]] + close)
-        con.print(f"next: time the leader against the tiles within {100 * margin:.0f}%, 15 "
-                  f"rounds: "
+        con.print(f"next: time the leader against the tiles within {100 * NEXT_WITHIN:.0f}%, "
+                  f"15 rounds: "
                   f"{python_command()} compare --kernels {kernels} --workload {res['workload']}"
                   + (f" --scale {res['scale']}" if res["scale"] != 1 else "")
                   + (f" --threads {res['threads']}" if res["threads"] != 1 else ""))
@@ -313,7 +316,8 @@ def plot(res: dict, path: str) -> None:
                                              for r in rows][::-1], capsize=2)
         margin = res["race"]["margin"]
         ax.axvline(1 - margin, color="k", ls=":", lw=1)
-        ax.text(1 - margin, len(rows) - 0.4, f" tie margin {100 * margin:.0f}%", fontsize=7)
+        if margin:
+            ax.text(1 - margin, len(rows) - 0.4, f" tie margin {100 * margin:g}%", fontsize=7)
         ax.set_xlim(min(pts + [1 - 2 * margin]) - 0.02, 1.02)
         ax.set_xlabel(f"speed against the leader on {res['workload']} "
                       f"({100 * res['race']['level']:.0f}% intervals)")

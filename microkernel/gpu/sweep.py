@@ -108,7 +108,7 @@ def _cupy():
 
 
 def sweep_gpu(tiles=None, shapes=None, *, rounds: int = 20, budget: float = 120.0,
-              margin: float = 0.02, min_time: float = 0.02, min_rounds: int = 5,
+              margin: float | None = None, min_time: float = 0.02, min_rounds: int = 5,
               include_auto: bool = True, reference: bool = True, seed: int = 0,
               progress=None) -> dict:
     """Compile, validate and race GPU tiles (see the module docstring); returns a
@@ -126,6 +126,7 @@ def sweep_gpu(tiles=None, shapes=None, *, rounds: int = 20, budget: float = 120.
     from .. import stats
     from ..timing import Contender, Race, Rounds
     from . import front, launch, occupancy as occ
+    margin = stats.DEFAULT_MARGIN if margin is None else margin
     from .kernel import _import_cuda, kernel_for
     from .port import C_BOUND, U
     cuda = _import_cuda()
@@ -289,7 +290,7 @@ def render_text(res: dict) -> str:
     race = res["race"]
     lines = [f"GPU sweep on {res['device']} ({res['sm_count']} SMs): {len(res['shapes'])} "
              f"shapes, {race['rounds']} interleaved rounds in {race['seconds']:.0f} s "
-             f"(stopped: {race['stopped']}), tie margin {100 * race['margin']:.0f}%, "
+             f"(stopped: {race['stopped']}), tie margin {100 * race['margin']:g}%, "
              f"{100 * race['level']:.0f}% intervals (bootstrap over rounds)", "",
              "| # | tile | warp tile | regs | local B | blocks/SM | vs leader, % | "
              "workload TFLOP/s | vs cuBLAS | status |",
@@ -319,8 +320,8 @@ def render_text(res: dict) -> str:
             lines.append(f"| {e['shape']} | " + " | ".join(cells) + f" | {cb} | "
                          + (f"{p['tile']} split {p['split']}" if p else "-") + " |")
     if len(v["ties"]) > 1:
-        lines += ["", f"tie: {', '.join(v['ties'])} (not separated by more than "
-                  f"{100 * v['margin']:.0f}%)"]
+        by = f" by more than {100 * v['margin']:g}%" if v["margin"] else ""
+        lines += ["", f"tie: {', '.join(v['ties'])} (not shown slower{by})"]
     else:
         lines += ["", f"winner: {v['leader']}"]
     return "\n".join(lines)
@@ -340,9 +341,9 @@ def run(args) -> int:
     except ValueError as e:
         print(f"microkernel sweep --gpu: error: {e}", file=sys.stderr)
         return 2
-    margin = getattr(args, "margin", None) or 0.02
     res = sweep_gpu(shapes=shapes, rounds=getattr(args, "rounds", 20) or 20,
-                    budget=getattr(args, "budget", 120.0) or 120.0, margin=margin,
+                    budget=getattr(args, "budget", 120.0) or 120.0,
+                    margin=getattr(args, "margin", None),
                     min_time=getattr(args, "min_time", 0.02) or 0.02,
                     progress=lambda s: print(s, file=sys.stderr, flush=True))
     print(render_text(res))
