@@ -48,9 +48,9 @@ __all__ = ["Blocking", "model_blocking", "FALLBACK", "NC_CAP", "A_BLOCK_L1S", "p
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
 A_BLOCK_L1S = 2  # the packed A block (MC x KC) holds at most this many L1 data caches
-#: Tile-register ISAs (AMX): bytes of one packed A row (KC x S_A) -- KC = 1024 bf16
-#: elements, 2048 int8 ones. See :func:`model_blocking` (``l2_panels``).
-L2_PANEL_ROW_BYTES = 2048
+#: Tile-register ISAs (AMX): bytes of one packed A row (KC x S_A) -- KC = 2048 bf16
+#: elements, 4096 int8 ones. See :func:`model_blocking` (``l2_panels``).
+L2_PANEL_ROW_BYTES = 4096
 #: A team's dynamic rows (c_src/driver.c, mk_loops): chunks of C's rows per thread, taken
 #: from a shared counter so that a thread on a slower core takes fewer. Measured on the
 #: 16-core Sapphire Rapids host (docs/design-notes.md, threads). C mains: MK_TEAM_CHUNKS.
@@ -119,13 +119,19 @@ def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
 
     ``l2_panels`` (the AMX tiles: ``tileloadd`` reads the micro-panels into tile
     registers, 16 rows of 64 bytes, so the register-to-L1 reasoning above does not
-    apply): KC = :data:`L2_PANEL_ROW_BYTES` / S_A (1024 bf16, 2048 int8) and the A block
-    half of the L2 (MC = L2 / 2 / (KC x S_A)); NC from the L3 as above. Measured on
-    Sapphire Rapids (bench/results/sapphire-rapids/types/, one thread, amx_bf16_32x32,
-    n = 4096): KC = 1024, MC = 512 gave 799 GFLOP/s against 545 for the L1 model's
-    KC = 352, MC = 128 (faster in 4 of 5 interleaved rounds; the VM's noise left the
-    95% interval at [-19%, +72%]), and KC = 1024 alone +11.2% [+2.6, +26.9] at
-    n = 2048, 5 of 5 rounds."""
+    apply): KC = :data:`L2_PANEL_ROW_BYTES` / S_A (2048 bf16, 4096 int8) and the A block
+    half of the L2 (MC = L2 / 2 / (KC x S_A): 256 on a 2 MiB L2); NC from the L3 as
+    above. Every pass over K loads and stores all of C once more, from memory at these
+    sizes, and the TMUL makes that traffic the larger cost: KC is as deep as the L2
+    holds an A block of a few micro-panels. Measured on the 2-core Xeon
+    (bench/results/xeon-2c/amx/, one thread, 7 interleaved rounds), this blocking with
+    the micro-kernel's C prefetch (:mod:`microkernel.codegen.amx`) against KC = 1024 /
+    2048, MC = 512 without it: bf16 +0.7% [-6.5, +1.6] / +17.8 [+13.4, +19.2] / +23.5
+    [+23.2, +24.6] at n = 1024 / 2048 / 4096, s8s8 +13.7 [-0.7, +21.0] / +10.5 [+9.5,
+    +15.2] / +23.9 [+23.1, +24.6], u8s8 +8.2 / +14.6 / +24.1. (On the Sapphire Rapids
+    host KC = 1024, MC = 512 had beaten the L1 model's KC = 352, MC = 128: 799 against
+    545 GFLOP/s at n = 4096,
+    bench/results/sapphire-rapids/types/)."""
     sa, sb = a_bytes, b_bytes
     def level(n):
         for c in caches:

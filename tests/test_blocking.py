@@ -80,10 +80,10 @@ def test_missing_levels_fall_back():
 
 
 @pytest.mark.parametrize("a_bytes,b_bytes,kc,mc", [
-    # bf16: KC = 2048 / 2 = 1024; MC = 2 MiB / 2 / (1024 * 2) = 512
-    (2, 2, 1024, 512),
-    # int8: KC = 2048 / 1 = 2048; MC = 1 MiB / 2048 = 512
-    (1, 1, 2048, 512),
+    # bf16: KC = 4096 / 2 = 2048; MC = 2 MiB / 2 / (2048 * 2) = 256
+    (2, 2, 2048, 256),
+    # int8: KC = 4096 / 1 = 4096; MC = 1 MiB / 4096 = 256
+    (1, 1, 4096, 256),
 ])
 def test_tile_register_isas_block_for_the_l2(a_bytes, b_bytes, kc, mc):
     b = model_blocking(32, 32, SAPPHIRE_RAPIDS, a_bytes, b_bytes, l2_panels=True)

@@ -35,7 +35,18 @@ mk_ukernel_amx_bf16_32x32_hot(int64_t kc, const float *restrict alpha, const uin
         _tile_zero(2);
         _tile_zero(3);
     }
+    /* the next C tile of the driver's ir loop (MR rows below this one) into L2, a
+       few rows per k step: its rows lie rs_c apart, each on a page of its own,
+       where the hardware prefetchers do not follow */
+    const uintptr_t pf = (uintptr_t)c + (uintptr_t)(32 * rs_c) * sizeof *c;
+    const int64_t steps = kc / 32;
+    const int64_t pf_per = steps >= 32 ? 1 : (32 + steps - 1) / (steps > 0 ? steps : 1);
+    int64_t pf_row = direct ? 0 : 32;
     for (int64_t k = 0; k < kc; k += 32) {
+        for (int64_t q = 0; q < pf_per && pf_row < 32; ++q, ++pf_row) {
+            _mm_prefetch((const char *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c), _MM_HINT_T1);
+            _mm_prefetch((const char *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c + 64), _MM_HINT_T1);
+        }
         _tile_loadd(4, a + 0, 64);
         _tile_loadd(6, b + 0, 128);
         _tile_dpbf16ps(0, 4, 6);
