@@ -9,20 +9,22 @@
 #   3. gemm() per type against PyTorch on the same dtype and numpy on the float32 upcast,
 #      one thread, interleaved (`microkernel compare --dtype`), n = 1024, 2048, 4096:
 #      bf16 (torch.matmul -> oneDNN), s8s8 (torch._int_mm where it runs on CPU), u8s8
-#      (no torch peer), f16 / f16h (torch fp16 matmul); a KC/MC probe of amx_bf16_32x32;
+#      (no torch peer), f16 / f16h (torch fp16 matmul); the AMX kernel and blocking against
+#      the ones before 2026-12-02 (their source carried in .amxold/);
 #   4. the L1 figure of every tile against its own instruction's peak (`microkernel bench
-#      --dtype`: tdpbf16ps, vdpbf16ps, vfmadd231ph, vpdpbusd, tdpb*d);
+#      --dtype`: tdpbf16ps, vdpbf16ps, vfmadd231ph, vpdpbusd, tdpb*d); for bf16 also
+#      gemm() at n = 1024, 2048, 4096 against that peak and torch, in the same process;
 #   5. pytest: tests/test_types.py (typed edge catalogue on every runnable typed tile and
 #      the typed hypothesis fuzzing, whose defaults are now the AMX tiles) and
 #      tests/test_x86_typed.py.
 # Each step has its own timeout and the run stops starting new steps after STOP_AFTER
-# seconds (default 420), so it ends in under 8 minutes and never aborts as a whole; every
+# seconds (default 480), so it ends in under 9 minutes and never aborts as a whole; every
 # step's exit status and seconds go to $OUT/types_steps.json. Writes into $OUT (or out/).
 # cffi and pyperf are not on that image: carry wheels in .whl/ (installed into /tmp/site);
 # ml_dtypes (numpy bfloat16) must import there too (a wheel in .whl/ if not).
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT/types_validate"
-STOP_AFTER=${STOP_AFTER:-420}
+STOP_AFTER=${STOP_AFTER:-480}
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"   # .whl/ wheels, PYTHONPATH, threads
 STEPS="$OUT/types_steps.txt"; : > "$STEPS"
 LOG="$OUT/device_types.log"
@@ -75,16 +77,26 @@ tiles() {  # the registry's DEVICE_TYPED tiles of input types $1 (all when empty
     ks=$(tiles "$t" | sed 's/\([^ ]*\)/--kernel \1/g')
     # the widening / vpmaddwd AVX-512 tile of the same inputs beside them (fp32 FMA peak)
     case $t in bf16) ks="$ks --kernel avx512_bf16_8x32_u4";; u8s8) ks="$ks --kernel avx512_u8s8_8x32";; esac
-    step "bench_$t" 90 $PIN python3 -m microkernel bench --dtype "$t" $ks --sizes 512 \
+    # bf16: gemm() of the default (AMX) at the issue's sizes, its % of the tdpbf16ps peak
+    # measured in the same process, and torch on the same operands
+    sizes=512; [ "$t" = bf16 ] && sizes=1024,2048,4096
+    step "bench_$t" 150 $PIN python3 -m microkernel bench --dtype "$t" $ks --sizes $sizes \
       --rounds 5 --json "$OUT/types_bench_$t.json"
   done
   step pytest 240 python3 -m pytest -q -p no:cacheprovider --junitxml="$OUT/types_pytest.xml" \
     tests/test_types.py tests/test_x86_typed.py
   race u8s8 1024,2048 "amx_u8s8_32x32;avx512vnni_u8s8_8x32"
   race f16 1024,2048 "avx512fp16_8x64;avx512_f16_8x32_u4"
-  step blocking_amx_bf16 90 $PIN python3 -m microkernel compare --dtype bf16 --sizes 2048 \
-    --rounds 5 --peers torch --json "$OUT/types_blocking_bf16.json" --kernels \
-    "amx_bf16_32x32;amx_bf16_32x32:kc=512;amx_bf16_32x32:kc=1024;amx_bf16_32x32:mc=256;amx_bf16_32x32:kc=1024,mc=64"
+  # the AMX blocking and C prefetch of 2026-12-02 against what they replaced: the kernel
+  # before it (a copy in .amxold/, when the call carries one) at KC = 1024 / 2048, MC = 512
+  old=""; [ -f .amxold/amx_bf16_32x32.c ] && old=";amx_bf16_32x32@.amxold/amx_bf16_32x32.c:kc=1024,mc=512"
+  step amx_bf16_vs_before 150 $PIN python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 \
+    --rounds 5 --peers torch --json "$OUT/types_amx_bf16_vs_before.json" --kernels \
+    "amx_bf16_32x32;amx_bf16_32x32:kc=1024,mc=512$old"
+  old=""; [ -f .amxold/amx_s8s8_32x32.c ] && old=";amx_s8s8_32x32@.amxold/amx_s8s8_32x32.c:kc=2048,mc=512"
+  step amx_s8s8_vs_before 120 $PIN python3 -m microkernel compare --dtype s8s8 --sizes 2048,4096 \
+    --rounds 5 --peers torch --json "$OUT/types_amx_s8s8_vs_before.json" --kernels \
+    "amx_s8s8_32x32;amx_s8s8_32x32:kc=2048,mc=512$old"
 
   echo "### summary (${SECONDS}s)"
   python3 - "$OUT" <<'PY'
