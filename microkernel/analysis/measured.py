@@ -93,7 +93,10 @@ def runnable(spec: TileSpec) -> tuple[bool, str]:
     except Exception as exc:          # noqa: BLE001 - report, do not crash the listing
         return False, f"not runnable here: {exc}"
     if spec.isa not in usable:
-        return False, f"not runnable here: {spec.isa} not supported by this CPU"
+        import os
+        forced = os.environ.get("MICROKERNEL_ISA", "").strip()
+        return False, (f"not runnable here: {spec.isa} not supported by this CPU"
+                       + (f" or outside MICROKERNEL_ISA={forced}" if forced else ""))
     return True, ""
 
 
