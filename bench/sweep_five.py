@@ -54,12 +54,10 @@ def main(out: pathlib.Path) -> int:
             ahead = cv["vs_leader"][lead]
             print(f"      compare's leader is {cv['leader']}; {lead} against it {iv(ahead)}")
         for name, d in cv["vs_leader"].items():
-            if name in (lead, cv["leader"]) and cv["leader"] == lead:
-                continue
             if name == lead:
                 continue
             # speed of `name` against the sweep's leader, in the compare
-            ratio = d["point"] if cv["leader"] == lead else d["point"] / cv["vs_leader"][lead]["point"]
+            ratio = d["point"] / cv["vs_leader"][lead]["point"]
             hi = sweep_iv.get(name, {}).get("hi")
             if hi is not None and ratio > hi:
                 breaches += 1

@@ -18,9 +18,10 @@ for i in $(seq 1 "$runs"); do
   cp out/sweep.json "$out/sweep_$i.json" 2>/dev/null
   close=$(.venv/bin/python - <<'PY'
 import json
+from microkernel.commands.sweep import NEXT_WITHIN   # the sweep's printed next step
 r = json.load(open("out/sweep.json"))
 near = [x["name"] for x in r["rows"] if x["vs_leader"] and x["status"] != "leader"
-        and x["vs_leader"]["point"] >= 0.97]
+        and x["vs_leader"]["point"] >= 1 - NEXT_WITHIN]
 print(",".join([r["leader"]] + near))
 PY
 )

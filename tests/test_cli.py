@@ -55,10 +55,12 @@ def test_sweep_small(tmp_path, capsys, monkeypatch):
     assert all(r["valid"] and r["cases"] > 0 and r["l1"]["pct_peak"] > 0 for r in res["rows"])
     assert res["ranked_problems"] == ["48x40x64", "37x72x50", "64x64x33"]
     assert res["gemv_problems"] == ["90x1x64"]
-    # every sample is in the JSON: each tile and numpy, each ranked shape, each round
+    # every sample is in the JSON: each tile and peer (numpy, and torch / blis where
+    # installed), each ranked shape, each round
     samples = res["samples"]["workload"]
+    assert "numpy" in res["peers"]
     assert {(s["shape"], s["contender"]) for s in samples} == {
-        (p, c) for p in res["ranked_problems"] for c in names | {"numpy"}}
+        (p, c) for p in res["ranked_problems"] for c in names | set(res["peers"])}
     assert all(len(s["seconds"]) == res["race"]["rounds"] for s in samples)
     assert png.stat().st_size > 1000
     text = " ".join(capsys.readouterr().out.split())

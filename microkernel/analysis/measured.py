@@ -24,6 +24,7 @@ Intel server cores). A micro-kernel call of ``kc`` k steps includes one epilogue
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 
@@ -93,7 +94,6 @@ def runnable(spec: TileSpec) -> tuple[bool, str]:
     except Exception as exc:          # noqa: BLE001 - report, do not crash the listing
         return False, f"not runnable here: {exc}"
     if spec.isa not in usable:
-        import os
         forced = os.environ.get("MICROKERNEL_ISA", "").strip()
         return False, (f"not runnable here: {spec.isa} not supported by this CPU"
                        + (f" or outside MICROKERNEL_ISA={forced}" if forced else ""))

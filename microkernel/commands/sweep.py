@@ -22,6 +22,7 @@ __all__ = ["add_arguments", "run", "plot"]
 #: the printed next step times the leader against the tiles within this of it
 NEXT_WITHIN = 0.03
 
+
 def add_arguments(p) -> None:
     p.add_argument("--isa", help=f"ISA to sweep (default: the best this machine runs); "
                    f"one of {', '.join(ISAS)}. One this machine cannot run gets a "

@@ -126,9 +126,9 @@ def sweep_gpu(tiles=None, shapes=None, *, rounds: int = 20, budget: float = 120.
     from .. import stats
     from ..timing import Contender, Race, Rounds
     from . import front, launch, occupancy as occ
-    margin = stats.DEFAULT_MARGIN if margin is None else margin
     from .kernel import _import_cuda, kernel_for
     from .port import C_BOUND, U
+    margin = stats.DEFAULT_MARGIN if margin is None else margin
     cuda = _import_cuda()
     say = progress or (lambda s: None)
     tiles = list(tiles or CANDIDATES)
