@@ -44,8 +44,8 @@ mk_ukernel_amx_u8u8_32x32_hot(int64_t kc, const int32_t *restrict alpha, const u
     int64_t pf_row = direct ? 0 : 32;
     for (int64_t k = 0; k < kc; k += 64) {
         for (int64_t q = 0; q < pf_per && pf_row < 32; ++q, ++pf_row) {
-            _mm_prefetch((const char *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c), _MM_HINT_T1);
-            _mm_prefetch((const char *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c + 64), _MM_HINT_T1);
+            __builtin_prefetch((const void *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c), 0, 2);
+            __builtin_prefetch((const void *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c + 64), 0, 2);
         }
         _tile_loadd(4, a + 0, 64);
         _tile_loadd(6, b + 0, 128);

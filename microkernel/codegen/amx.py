@@ -160,8 +160,9 @@ def ukernel(spec) -> str:
             f"    int64_t pf_row = direct ? 0 : {mr};",
             f"    for (int64_t k = 0; k < kc; k += {kg}) {{",
             f"        for (int64_t q = 0; q < pf_per && pf_row < {mr}; ++q, ++pf_row) {{"]
-    out += [f"            _mm_prefetch((const char *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c"
-            f"{f' + {64 * x}' if x else ''}), _MM_HINT_T1);" for x in range(lines)]
+    # locality 2: prefetcht1, into L2
+    out += [f"            __builtin_prefetch((const void *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c"
+            f"{f' + {64 * x}' if x else ''}), 0, 2);" for x in range(lines)]
     out += ["        }"]
     for i in range(mt):
         out.append(f"        _tile_loadd({areg[i]}, a + {16 * i * kg}, 64);")
