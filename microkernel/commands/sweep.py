@@ -324,7 +324,7 @@ def plot(res: dict, path: str) -> None:
                       f"({100 * res['race']['level']:.0f}% intervals)")
         from matplotlib.patches import Patch
         ax.legend(handles=[Patch(color=c, label=s) for s, c in color.items()], fontsize=7,
-                  loc="lower left")
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0))   # beside the bars, not on them
         verdict = (f"winner {res['winner']}" if res["winner"] else
                    f"tie: {', '.join(res['ties'])}")
         ax.set_title(f"{res['isa']} tiles, {res['race']['rounds']} interleaved rounds: "
