@@ -260,15 +260,19 @@ class Race:
         return stats.verdict(self.r.matrices(self.ranked), margin=self.margin,
                              level=self.level, n_boot=self.n_boot, eligible=self.active)
 
+    @staticmethod
+    def _below(v: stats.Verdict, floor: float) -> set:
+        """The contenders whose interval against ``v``'s leader lies wholly below ``floor``."""
+        return {n for n, c in v.comparisons.items() if n != v.leader and c.vs_leader.hi < floor}
+
+    def _drop(self, names) -> None:
+        for name in [n for n in self.active if n in names]:
+            self.active.remove(name)
+            self.dropped[name] = self.r.rounds
+
     def _drop_far_behind(self) -> None:
         """The early rounds' rule (see the class docstring)."""
-        v = self.current()
-        floor = 1 - self.early_factor * self.drop
-        for name in list(self.active):
-            c = v.comparisons.get(name)
-            if name != v.leader and c is not None and c.vs_leader.hi < floor:
-                self.active.remove(name)
-                self.dropped[name] = self.r.rounds
+        self._drop(self._below(self.current(), 1 - self.early_factor * self.drop))
 
     def run(self) -> RaceResult:
         start = self.r.clock()
@@ -283,11 +287,8 @@ class Race:
                     self._drop_far_behind()
                 continue
             v = self.current()
-            clear = {n for n, c in v.comparisons.items()
-                     if n != v.leader and c.vs_leader.hi < 1 - self.drop}
-            for name in [n for n in self.active if n in clear]:
-                self.active.remove(name)
-                self.dropped[name] = self.r.rounds
+            clear = self._below(v, 1 - self.drop)
+            self._drop(clear)
             for name in [n for n in self.dropped if n not in clear]:
                 del self.dropped[name]              # not clearly behind this leader: back in
                 self.active.append(name)
