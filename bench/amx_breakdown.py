@@ -1,10 +1,10 @@
 """Where an AMX bf16 gemm() spends its time: the real kernel against diagnostic
 variants of its micro-kernel that leave one cost out, timed in interleaved rounds.
 
-The variants are C files (``--variant NAME=PATH``, each a copy of the generated
-``c_src/ukernels/amx_bf16_32x32.c`` with one change) compiled with the same driver
-(:func:`microkernel.get_kernel` ``source=``). They compute wrong results on purpose,
-so they are timed directly, never validated and never used for anything else:
+The variants are C files, each a copy of the generated ``c_src/ukernels/amx_bf16_32x32.c``
+with one change (:func:`variant_sources`, written into ``--dir``), compiled with the same
+driver (:func:`microkernel.get_kernel` ``source=``). The diagnostic ones compute wrong
+results on purpose, so they are timed directly, never validated, never used otherwise:
 
 * ``nop``: the micro-kernel returns at once: packing and the loop nest only;
 * ``noc``: no C tile load or store (C tiles zeroed, results dropped): the cost of
@@ -12,8 +12,13 @@ so they are timed directly, never validated and never used for anything else:
 * ``l1a`` / ``l1b`` / ``l1ab``: the A / B / both tile loads read one fixed 4 KiB buffer
   (always in L1) instead of the packed panels: the cost of streaming them from L2.
 
-    python bench/amx_breakdown.py --variant nop=.amxvar/diag_nop.c ... [--sizes 2048,4096]
-                                  [--rounds 5] [--json PATH]
+``--write-only`` also writes the prefetch variants ``pf{a,b,ab}{1,2}`` (real GEMMs: L1
+software prefetch of the next 1 or 2 k steps of the A / B / both panels, 32 lines
+each), for ``microkernel compare --kernels "amx_bf16_32x32@DIR/pfa1.c;..."``, which
+validates them before it times them.
+
+    python bench/amx_breakdown.py [--dir .amxvar] [--sizes 2048,4096] [--rounds 5]
+                                  [--json PATH] [--write-only]
 
 Prints GFLOP/s (the GEMM's flop count over each variant's time, median and 95%
 interval) and each variant's time as a fraction of the real kernel's. Nothing is
@@ -24,24 +29,76 @@ import json
 import sys
 
 
+KERNEL = "amx_bf16_32x32"
+DIAGNOSTIC = ("nop", "noc", "l1a", "l1b", "l1ab")
+
+
+def _sub(src: str, old: str, new: str) -> str:
+    if old not in src:
+        raise SystemExit(f"the generated {KERNEL} no longer contains {old.strip()!r}: "
+                         f"update bench/amx_breakdown.py")
+    return src.replace(old, new)
+
+
+def variant_sources(src: str) -> dict[str, str]:
+    """{name: C source} of every variant of the generated kernel source ``src``."""
+    out = {}
+    hot = '    __asm__ volatile("" ::: "memory");   /* the panels\' stores before the tile loads */\n'
+    out["nop"] = _sub(src, hot, hot + "    return;\n")
+    s = src
+    for t, (r, c) in enumerate([(0, 0), (0, 16), (16, 0), (16, 16)]):
+        s = _sub(s, f"        _tile_loadd({t}, c + {r} * rs_c + {c}, rs_c * 4);\n",
+                 f"        _tile_zero({t});\n")
+        s = _sub(s, f"        _tile_stored({t}, c + {r} * rs_c + {c}, rs_c * 4);\n", "")
+    out["noc"] = s
+    loads = {"a": [("_tile_loadd(4, a + 0, 64);", "_tile_loadd(4, vbuf_l1 + 0, 64);"),
+                   ("_tile_loadd(5, a + 512, 64);", "_tile_loadd(5, vbuf_l1 + 512, 64);")],
+             "b": [("_tile_loadd(6, b + 0, 128);", "_tile_loadd(6, vbuf_l1 + 1024, 128);"),
+                   ("_tile_loadd(7, b + 32, 128);", "_tile_loadd(7, vbuf_l1 + 1056, 128);")]}
+    for w in ("a", "b", "ab"):
+        s = _sub(src, "#include <immintrin.h>\n", "#include <immintrin.h>\n"
+                 "static uint16_t vbuf_l1[2048] __attribute__((aligned(64)));\n")
+        for part in w:
+            for old, new in loads[part]:
+                s = _sub(s, old, new)
+        out[f"l1{w}"] = s
+    anchor = "        _tile_loadd(4, a + 0, 64);\n"
+    for w in ("a", "b", "ab"):
+        for d in (1, 2):
+            pf = "".join(f"        __builtin_prefetch((const void *)({p} + {d * 1024 + x * 32}), 0, 3);\n"
+                         for x in range(32) for p in w)
+            out[f"pf{w}{d}"] = _sub(src, anchor, pf + anchor)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kernel", default="amx_bf16_32x32")
-    ap.add_argument("--variant", action="append", default=[], help="NAME=PATH.c (repeatable)")
+    ap.add_argument("--dir", default=".amxvar", help="where the variant sources go")
+    ap.add_argument("--write-only", action="store_true", help="write every variant, time nothing")
     ap.add_argument("--sizes", default="2048,4096")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    import os
     import numpy as np
-    import ml_dtypes  # noqa: F401  (bfloat16 operands)
+    import ml_dtypes
     import microkernel as mk
     from microkernel import stats
+    from microkernel.codegen import generate
     from microkernel.timing import Contender, Rounds
 
-    kernels = {"kernel": mk.get_kernel(args.kernel)}
-    for v in args.variant:
-        name, path = v.split("=", 1)
-        kernels[name] = mk.get_kernel(args.kernel, source=path)
+    os.makedirs(args.dir, exist_ok=True)
+    paths = {}
+    for name, src in variant_sources(generate(mk.TileSpec.from_name(KERNEL))).items():
+        paths[name] = os.path.join(args.dir, f"{name}.c")
+        with open(paths[name], "w") as fh:
+            fh.write(src)
+    if args.write_only:
+        print("wrote", " ".join(sorted(paths.values())))
+        return 0
+    kernels = {"kernel": mk.get_kernel(KERNEL)}
+    for name in DIAGNOSTIC:
+        kernels[name] = mk.get_kernel(KERNEL, source=paths[name])
     rng = np.random.default_rng(0)
     cons = []
     for n in (int(s) for s in args.sizes.split(",")):
@@ -54,8 +111,7 @@ def main() -> int:
     r = Rounds(cons)
     for i in range(args.rounds):
         r.round()
-    out = {"kernel": args.kernel, "rounds": args.rounds, "variants": dict(v.split("=", 1) for v in args.variant),
-           "shapes": {}}
+    out = {"kernel": KERNEL, "rounds": args.rounds, "variants": list(DIAGNOSTIC), "shapes": {}}
     for shape in r.shapes:
         rows = {}
         for name in kernels:

@@ -14,6 +14,12 @@
 #   bash bench/device_cpu.sh blocking  the MC/KC of the f32 default at 16 and 4 threads and of
 #                                      amx_bf16_32x32 at one thread, n = 4096, interleaved
 #                                      with numpy and PyTorch (`compare` NAME:kc=,mc=)
+#   bash bench/device_cpu.sh l1amx     issue 21: bench/l1_cores.py (the FP16 tile's L1 figure on
+#                                      every CPU, fp32 / AVX512-BF16 tiles as controls) and
+#                                      the AMX bf16 prefetch variants and KC/MC raced at
+#                                      2048 and 4096 beside PyTorch on CPUs 2 and 9
+#   bash bench/device_cpu.sh amxdiag   issue 21: bench/amx_breakdown.py (where AMX gemm()
+#                                      spends its time) on CPUs 2 and 5, AMX NC/KC at 4096
 #   bash bench/device_cpu.sh threads   issue 24: bench/host_cores.py, the team's row chunks
 #                                      raced at 16 and 4 threads (`compare` NAME:chunks=N,
 #                                      with numpy and PyTorch), bench/threads.py
@@ -31,10 +37,11 @@ fi
 if [ "${1:-}" = l1amx ]; then
   # issue 21's two open bars: the FP16 tile's L1 figure on every CPU (against the fp32
   # and AVX512-BF16 tiles as controls), and the AMX bf16 kernel's blocking and L1
-  # prefetch variants (sources carried in .amxvar/, when the call carries them) at
-  # 2048 and 4096 beside PyTorch, on two CPUs
+  # prefetch variants (bench/amx_breakdown.py writes them into .amxvar/) at 2048 and
+  # 4096 beside PyTorch, on two CPUs
+  python3 bench/amx_breakdown.py --write-only --dir .amxvar
   var="amx_bf16_32x32;amx_bf16_32x32:kc=512,mc=256;amx_bf16_32x32:kc=320,mc=512"
-  for f in .amxvar/*.c; do [ -f "$f" ] && var="$var;amx_bf16_32x32@$f"; done
+  for f in .amxvar/pf*.c; do [ -f "$f" ] && var="$var;amx_bf16_32x32@$f"; done
   {
     run lscpu -e
     run mk probe
@@ -50,39 +57,14 @@ if [ "${1:-}" = l1amx ]; then
   } 2>&1 | tee "$OUT/device_l1amx.log"
   exit 0
 fi
-if [ "${1:-}" = amxchunk ]; then
-  # the driver's k chunks for AMX (MK_KB, codegen/amx.py k_chunk): every AMX tile through
-  # the edge catalogue, then the chunked kernels against the same kernels without
-  # MK_KB (.amxvar/nokb_*.c, copies of the generated files before it) and other chunk
-  # sizes (.amxvar/kb*_bf16.c), beside PyTorch, on two CPUs; then `bench` (gemm() as a
-  # % of the tdpbf16ps peak measured in the same rounds)
-  b=amx_bf16_32x32; s=amx_s8s8_32x32; vb="$b"; vs="$s"
-  for f in .amxvar/nokb_bf16.c .amxvar/kb*_bf16.c; do [ -f "$f" ] && vb="$vb;$b@$f"; done
-  [ -f .amxvar/nokb_s8s8.c ] && vs="$vs;$s@.amxvar/nokb_s8s8.c"
-  {
-    tiles=$(python3 -c "from microkernel import registry; print(' '.join(s.name for s in registry.DEVICE_TYPED if s.isa == 'amx'))")
-    for k in $tiles; do run mk validate --kernel "$k"; done
-    for cpu in 2 5; do
-      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 \
-          --rounds 7 --peers torch --kernels "$vb" --json "$OUT/amx_chunk_bf16_cpu$cpu.json"
-    done
-    run taskset -c 5 python3 -m microkernel compare --dtype s8s8 --sizes 2048,4096 \
-        --rounds 5 --peers torch --kernels "$vs" --json "$OUT/amx_chunk_s8s8_cpu5.json"
-    run taskset -c 5 python3 -m microkernel bench --dtype bf16 --kernel $b --sizes 1024,2048,4096 \
-        --rounds 5 --json "$OUT/amx_chunk_bench_bf16.json"
-    run python3 -m pytest -q -p no:cacheprovider tests/test_types.py tests/test_x86_typed.py
-  } 2>&1 | tee "$OUT/device_amxchunk.log"
-  exit 0
-fi
 if [ "${1:-}" = amxdiag ]; then
-  # where the AMX bf16 gemm() spends its time (bench/amx_breakdown.py, with the
-  # diagnostic micro-kernels carried in .amxvar/diag_*.c), then NC / KC blockings
-  # that pack A once at n = 4096 (NC >= n) or pass over C once (KC = K)
-  d=amx_bf16_32x32; v=""
-  for f in .amxvar/diag_*.c; do [ -f "$f" ] && n=${f##*/diag_} && v="$v --variant ${n%.c}=$f"; done
+  # where the AMX bf16 gemm() spends its time (bench/amx_breakdown.py and its diagnostic
+  # micro-kernels), then NC / KC blockings that pack A once at n = 4096 (NC >= n) or
+  # pass over C once (KC = K)
+  d=amx_bf16_32x32
   {
     for cpu in 2 5; do
-      run taskset -c $cpu python3 bench/amx_breakdown.py $v --sizes 2048,4096 --rounds 5 \
+      run taskset -c $cpu python3 bench/amx_breakdown.py --sizes 2048,4096 --rounds 5 \
           --json "$OUT/amx_breakdown_cpu$cpu.json"
     done
     run taskset -c 5 python3 -m microkernel compare --dtype bf16 --sizes 4096 --rounds 7 \

@@ -651,17 +651,6 @@ typedef struct {
 
 static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0};
 
-/* The driver's k chunk for a KC-deep panel: MK_KB (a multiple of the K group, from the
- * kernel module: codegen/amx.py, k_chunk), else the whole panel. */
-#ifdef MK_KB
-#if MK_KB % MK_G != 0
-#error "MK_KB must be a multiple of the K group MK_G"
-#endif
-#define MK_KB_OF(kcp) ((int64_t)(MK_KB))
-#else
-#define MK_KB_OF(kcp) (kcp)
-#endif
-
 /* The five loops of one GEMM, or of one thread's part of it.
  *
  * Alone (tp->nt == 1): serial, with its own packing buffers (also each thread of the
@@ -771,19 +760,11 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                 for (int64_t jp = q0; jp < q1; ++jp) {
                     const int64_t j = mk_panel_col(jp, w0, nr);
                     const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
-                    /* the k chunks of a module that defines MK_KB (AMX): the ir loop runs
-                     * once per chunk of kb k, so that the chunk of this B micro-panel stays
-                     * in L1 across it; a packed micro-panel is its k groups in order, so a
-                     * chunk is an offset (kk * MR into A's, kk * NR into B's) */
-                    for (int64_t kk = 0; kk < kcp; kk += MK_KB_OF(kcp)) {
-                        const int64_t kcur = mk_min(MK_KB_OF(kcp), kcp - kk);
-                        for (int64_t ip = 0; ip < mpanels; ++ip) {
-                            const int64_t i = ip * mr;
-                            mk_tile(uk, mk_min(mr, mc - i), ncur, kcur, &alpha,
-                                    a_pack + i * kcp + kk * mr, b_pack + jp * b_stride + kk * nr,
-                                    kk ? &one : beta_p,
-                                    c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
-                        }
+                    for (int64_t ip = 0; ip < mpanels; ++ip) {
+                        const int64_t i = ip * mr;
+                        mk_tile(uk, mk_min(mr, mc - i), ncur, kcp, &alpha,
+                                a_pack + i * kcp, b_pack + jp * b_stride, beta_p,
+                                c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
                     }
                 }
                 if (!tp->next)

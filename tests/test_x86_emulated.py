@@ -115,39 +115,6 @@ def test_large_k_and_strided_operands_emulated():
         assert k.lib.mk_emu_faults_c() == 0
 
 
-@pytest.mark.parametrize("name,kk", [("amx_bf16_32x32", 700), ("amx_u8s8_32x32", 1100),
-                                     ("amx_s8s8_16x48", 1300)])
-def test_driver_k_chunks_emulated(name, kk):
-    """The driver's k chunks (MK_KB, codegen/amx.py k_chunk): one KC block of several
-    chunks, the last one short (padded to the K group), edge tiles in both directions,
-    and the general alpha / beta (every chunk after the first accumulates with beta 1)."""
-    from microkernel import gemm
-    from microkernel.codegen.amx import k_chunk
-    k = emulated(name)
-    kb = k_chunk(k.spec)
-    assert kb < kk < 2048 and kk % kb != 0           # several chunks, one KC block
-    rng = np.random.default_rng(kk)
-    m, n = 2 * k.mr + 5, 2 * k.nr + 3
-    if k.spec.types == "bf16":
-        import ml_dtypes
-        A = rng.uniform(-1, 1, (m, kk)).astype(ml_dtypes.bfloat16)
-        B = rng.uniform(-1, 1, (kk, n)).astype(ml_dtypes.bfloat16)
-        C0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
-        alpha, beta = 0.75, -1.5
-    else:
-        A = rng.integers(0 if k.spec.types == "u8s8" else -128, 128, (m, kk)).astype(
-            np.uint8 if k.spec.types == "u8s8" else np.int8)
-        B = rng.integers(-128, 128, (kk, n)).astype(np.int8)
-        C0 = rng.integers(-99, 99, (m, n)).astype(np.int32)
-        alpha, beta = 3, -2
-    C = C0.copy()
-    gemm(A, B, C, alpha=alpha, beta=beta, kernel=k)
-    ref, bound = validate.reference(A, B, C0, alpha, beta, k.spec.types)
-    ok, _, _, detail = validate.check(C, ref, bound)
-    assert ok, (name, detail)
-    assert k.lib.mk_emu_faults_c() == 0
-
-
 def test_negative_control_a_driver_without_the_tile_configuration_fails():
     """The same AMX module with MK_THREAD_SETUP emptied: the driver's hot calls run on
     an unconfigured tile state, which the emulation reports (as hardware would #UD)."""

@@ -89,8 +89,5 @@ void mk_ukernel_amx_bf16_32x32(int64_t kc, const float *restrict alpha, const ui
 
 /* the driver and the L1 timing: the configuration once per thread (driver.c) */
 #define MK_UKERNEL_HOT mk_ukernel_amx_bf16_32x32_hot
-/* the driver's k chunk (driver.c, mk_loops): a chunk of the jr panel's B stays in
-   L1 across the ir loop */
-#define MK_KB 256
 #define MK_THREAD_SETUP() mk_amx_config_amx_bf16_32x32()
 #define MK_THREAD_TEARDOWN() _tile_release()

@@ -50,8 +50,7 @@ from . import PanelLayout
 from .common import header, symbol
 from ..tile import AMX_TILE_ROWS
 
-__all__ = ["layout", "ukernel", "peak", "edge_symbol", "tile_config", "k_chunk", "DP", "K_GROUP",
-           "KB_BYTES"]
+__all__ = ["layout", "ukernel", "peak", "edge_symbol", "tile_config", "DP", "K_GROUP"]
 
 #: the dot-product intrinsic of each types (A is the first source: tdpbusd = u8 A, s8 B)
 DP = {"bf16": "_tile_dpbf16ps", "s8s8": "_tile_dpbssd", "u8s8": "_tile_dpbusd",
@@ -115,29 +114,6 @@ def _config_c(name: str, cfg) -> list[str]:
             "                          uint16_t colsb[16]; uint8_t rows[16]; }",
             f"        cfg __attribute__((aligned(64))) = {{1, 0, {{0}}, {{{colsb}}}, {{{rows}}}}};",
             "    _tile_loadconfig(&cfg);", "}"]
-
-
-#: bytes of one B micro-panel chunk the driver keeps in L1 (:func:`k_chunk`): a third of
-#: the 48 KiB L1d of Sapphire Rapids, so that the chunk, the A chunk streaming past it
-#: and the C tile fit together
-KB_BYTES = 16384
-
-
-def k_chunk(spec) -> int:
-    """K per driver chunk (``MK_KB``): a KC x NR micro-panel of B is KC * NR bytes per
-    byte of element, far past L1 at the L2 blocking's KC (128 KiB for bf16 at KC =
-    2048), so every tile load of B (and of A) came from L2, or L3 on the first A
-    micro-panel, and the TMUL waited for it: on the Sapphire Rapids host, a kernel that
-    read its B tiles from one L1-resident buffer took 0.61-0.65 of the time at n =
-    2048-4096, one reading A from L1 0.70-0.77, both 0.51-0.55
-    (bench/results/sapphire-rapids/amx_diag/). So the driver walks the jr panel's
-    KC in chunks of :data:`KB_BYTES` of B (256 k for bf16, 512 for int8, at NR = 32),
-    running the ir loop over each chunk: the chunk of B stays in L1 across the MC/MR
-    micro-kernel calls, and C's tiles (the jr column, MC x NR) go between L2 and the
-    tile registers once per chunk instead of once per KC."""
-    per_k = spec.nr * (2 if spec.types == "bf16" else 1)
-    kg = K_GROUP[spec.types]
-    return max(kg, KB_BYTES // per_k // kg * kg)
 
 
 def edge_symbol(spec) -> str:
@@ -223,9 +199,6 @@ def ukernel(spec) -> str:
             "    _tile_release();", "}", "",
             "/* the driver and the L1 timing: the configuration once per thread (driver.c) */",
             f"#define MK_UKERNEL_HOT {sym}_hot",
-            "/* the driver's k chunk (driver.c, mk_loops): a chunk of the jr panel's B stays in",
-            "   L1 across the ir loop */",
-            f"#define MK_KB {k_chunk(spec)}",
             f"#define MK_THREAD_SETUP() {cfg}()",
             "#define MK_THREAD_TEARDOWN() _tile_release()"]
     return "\n".join(out) + "\n"
