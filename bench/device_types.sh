@@ -9,8 +9,8 @@
 #   3. gemm() per type against PyTorch on the same dtype and numpy on the float32 upcast,
 #      one thread, interleaved (`microkernel compare --dtype`), n = 1024, 2048, 4096:
 #      bf16 (torch.matmul -> oneDNN), s8s8 (torch._int_mm where it runs on CPU), u8s8
-#      (no torch peer), f16 / f16h (torch fp16 matmul); the AMX kernel and blocking against
-#      the ones before 2026-12-02 (their source carried in .amxold/);
+#      (no torch peer), f16 / f16h (torch fp16 matmul); the AMX kernel against
+#      the one before its last change (its source carried in .amxold/);
 #   4. the L1 figure of every tile against its own instruction's peak (`microkernel bench
 #      --dtype`: tdpbf16ps, vdpbf16ps, vfmadd231ph, vpdpbusd, tdpb*d); for bf16 also
 #      gemm() at n = 1024, 2048, 4096 against that peak and torch, in the same process;
@@ -87,16 +87,14 @@ tiles() {  # the registry's DEVICE_TYPED tiles of input types $1 (all when empty
     tests/test_types.py tests/test_x86_typed.py
   race u8s8 1024,2048 "amx_u8s8_32x32;avx512vnni_u8s8_8x32"
   race f16 1024,2048 "avx512fp16_8x64;avx512_f16_8x32_u4"
-  # the AMX blocking and C prefetch of 2026-12-02 against what they replaced: the kernel
-  # before it (a copy in .amxold/, when the call carries one) at KC = 1024 / 2048, MC = 512
-  old=""; [ -f .amxold/amx_bf16_32x32.c ] && old=";amx_bf16_32x32@.amxold/amx_bf16_32x32.c:kc=1024,mc=512"
-  step amx_bf16_vs_before 150 $PIN python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 \
-    --rounds 5 --peers torch --json "$OUT/types_amx_bf16_vs_before.json" --kernels \
-    "amx_bf16_32x32;amx_bf16_32x32:kc=1024,mc=512$old"
-  old=""; [ -f .amxold/amx_s8s8_32x32.c ] && old=";amx_s8s8_32x32@.amxold/amx_s8s8_32x32.c:kc=2048,mc=512"
-  step amx_s8s8_vs_before 120 $PIN python3 -m microkernel compare --dtype s8s8 --sizes 2048,4096 \
-    --rounds 5 --peers torch --json "$OUT/types_amx_s8s8_vs_before.json" --kernels \
-    "amx_s8s8_32x32;amx_s8s8_32x32:kc=2048,mc=512$old"
+  # the AMX kernel against the one before its last change (the next-B-panel prefetch of
+  # 2026-12-02: a copy of the kernel before it in .amxold/, when the call carries one),
+  # both at the default blocking, beside PyTorch
+  for t in bf16 s8s8; do
+    old=""; [ -f .amxold/amx_${t}_32x32.c ] && old=";amx_${t}_32x32@.amxold/amx_${t}_32x32.c"
+    step amx_${t}_vs_before 150 $PIN python3 -m microkernel compare --dtype $t --sizes 2048,4096 \
+      --rounds 7 --peers torch --json "$OUT/types_amx_${t}_vs_before.json" --kernels "amx_${t}_32x32$old"
+  done
 
   echo "### summary (${SECONDS}s)"
   python3 - "$OUT" <<'PY'

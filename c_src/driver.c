@@ -132,6 +132,13 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 #define MK_THREAD_SETUP() ((void)0)
 #define MK_THREAD_TEARDOWN() ((void)0)
 #endif
+/* A micro-kernel that prefetches the next B micro-panel into L2 while it computes
+ * (AMX: codegen/amx.py) defines MK_PREFETCH_B(p, bytes): mk_loops hands each call of
+ * its ir loop one 1/(MC/MR) share of the panel the next jr step reads (the B block
+ * itself is in L3, far past L2), and (NULL, 0) after its loops. */
+#ifndef MK_PREFETCH_B
+#define MK_PREFETCH_B(p, bytes) ((void)0)
+#endif
 
 /* ---- per-calling-thread workspace ------------------------------------------------ */
 
@@ -760,8 +767,15 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                 for (int64_t jp = q0; jp < q1; ++jp) {
                     const int64_t j = mk_panel_col(jp, w0, nr);
                     const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
+                    /* the panel of the next jr step (the first one again for the next
+                     * ic block), its bytes shared among this ir loop's calls */
+                    const char *next_b = (const char *)(b_pack + (jp + 1 < q1 ? jp + 1 : q0) * b_stride);
+                    const int64_t next_bytes = nr * kcp * (int64_t)sizeof(MK_TB);
+                    (void)next_b; (void)next_bytes;
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
                         const int64_t i = ip * mr;
+                        MK_PREFETCH_B(next_b + next_bytes * ip / mpanels,
+                                      next_bytes * (ip + 1) / mpanels - next_bytes * ip / mpanels);
                         mk_tile(uk, mk_min(mr, mc - i), ncur, kcp, &alpha,
                                 a_pack + i * kcp, b_pack + jp * b_stride, beta_p,
                                 c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
@@ -773,6 +787,7 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
         }
         jc += nc;
     }
+    MK_PREFETCH_B(NULL, 0);
     MK_THREAD_TEARDOWN();
 }
 

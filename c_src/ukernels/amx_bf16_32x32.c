@@ -16,6 +16,11 @@ static void mk_amx_config_amx_bf16_32x32(void)
     _tile_loadconfig(&cfg);
 }
 
+/* the share of the next B micro-panel this call prefetches into L2 (the driver's
+   MK_PREFETCH_B; none in the L1 timing or through the contract entry point) */
+static __thread const char *mk_amx_pf_b;
+static __thread int64_t mk_amx_pf_bytes;
+
 /* C tiles: 2 x 2, A tiles [4, 5], B tiles [6, 7]; one k step = 32 k */
 static inline __attribute__((always_inline)) void
 mk_ukernel_amx_bf16_32x32_hot(int64_t kc, const float *restrict alpha, const uint16_t *restrict a,
@@ -42,7 +47,13 @@ mk_ukernel_amx_bf16_32x32_hot(int64_t kc, const float *restrict alpha, const uin
     const int64_t steps = kc / 32;
     const int64_t pf_per = steps >= 32 ? 1 : (32 + steps - 1) / (steps > 0 ? steps : 1);
     int64_t pf_row = direct ? 0 : 32;
+    /* the driver's share of the next B micro-panel, a few lines per k step */
+    const char *pb = mk_amx_pf_b;
+    const char *const pb_end = pb + mk_amx_pf_bytes;
+    const int64_t pb_per = steps > 0 ? (mk_amx_pf_bytes / 64 + steps - 1) / steps : 0;
     for (int64_t k = 0; k < kc; k += 32) {
+        for (int64_t q = 0; q < pb_per && pb < pb_end; ++q, pb += 64)
+            __builtin_prefetch((const void *)pb, 0, 2);
         for (int64_t q = 0; q < pf_per && pf_row < 32; ++q, ++pf_row) {
             __builtin_prefetch((const void *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c), 0, 2);
             __builtin_prefetch((const void *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c + 64), 0, 2);
@@ -89,5 +100,6 @@ void mk_ukernel_amx_bf16_32x32(int64_t kc, const float *restrict alpha, const ui
 
 /* the driver and the L1 timing: the configuration once per thread (driver.c) */
 #define MK_UKERNEL_HOT mk_ukernel_amx_bf16_32x32_hot
+#define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))
 #define MK_THREAD_SETUP() mk_amx_config_amx_bf16_32x32()
 #define MK_THREAD_TEARDOWN() _tile_release()

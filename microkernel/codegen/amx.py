@@ -28,6 +28,18 @@ and at AMX's speed loading and storing C is a large part of the time (measured w
 the deeper KC of :func:`microkernel.blocking.model_blocking`: 10-24% faster at n =
 2048-4096 on the 2-core Xeon, bench/results/xeon-2c/amx/).
 
+It also prefetches into L2 its share of the B micro-panel of the driver's next jr step
+(``MK_PREFETCH_B``: the driver hands each of the MC/MR calls of its ir loop 1/(MC/MR)
+of that panel, c_src/driver.c): the KC x NC block of B lies in L3, so the first call
+of every ir loop read its B tiles from there. Where the time went before (Sapphire
+Rapids host, bench/amx_breakdown.py, n = 2048-4096): with B's tile loads served from
+one L1-resident buffer a gemm() took 0.61-0.65 of the time, with A's 0.70-0.77, both
+0.51-0.55, without any C traffic 0.85-0.96, packing and loops alone 0.10-0.12
+(bench/results/sapphire-rapids/amx_diag/). With the prefetch: +15.7 and +14.8% at
+2048 and 4096 on one CPU, +1.1 and +16.8% on another, s8s8 +13.6% at 4096 (same
+rounds; bench/results/sapphire-rapids/amx_prefetch/). Driver chunks of K that keep
+the B chunk in L1 were slower (C's tiles then cross L2 once per chunk).
+
 Tile configuration: loading it (LDTILECFG) is costly, so the micro-kernel comes in two
 entry points: ``mk_ukernel_<name>`` (the contract of c_src/mk_ukernel.h: it loads the
 configuration, computes, and releases the tiles) and the always-inlined
@@ -135,6 +147,10 @@ def ukernel(spec) -> str:
     out = [header(spec).replace("vector registers needed", "tile registers needed"),
            "#include <stdint.h>", "#include <immintrin.h>", ""]
     out += _config_c(cfg, tile_config(spec))
+    out += ["", "/* the share of the next B micro-panel this call prefetches into L2 (the driver's",
+            "   MK_PREFETCH_B; none in the L1 timing or through the contract entry point) */",
+            "static __thread const char *mk_amx_pf_b;",
+            "static __thread int64_t mk_amx_pf_bytes;"]
     out += ["", f"/* C tiles: {mt} x {nt}, A tiles {areg}, B tiles {breg}; one k step = {kg} k */",
             "static inline __attribute__((always_inline)) void",
             f"{sym}_hot(int64_t kc, const {ct} *restrict alpha, const {ca} *restrict a,",
@@ -158,7 +174,13 @@ def ukernel(spec) -> str:
             f"    const int64_t steps = kc / {kg};",
             f"    const int64_t pf_per = steps >= {mr} ? 1 : ({mr} + steps - 1) / (steps > 0 ? steps : 1);",
             f"    int64_t pf_row = direct ? 0 : {mr};",
+            "    /* the driver's share of the next B micro-panel, a few lines per k step */",
+            "    const char *pb = mk_amx_pf_b;",
+            "    const char *const pb_end = pb + mk_amx_pf_bytes;",
+            "    const int64_t pb_per = steps > 0 ? (mk_amx_pf_bytes / 64 + steps - 1) / steps : 0;",
             f"    for (int64_t k = 0; k < kc; k += {kg}) {{",
+            "        for (int64_t q = 0; q < pb_per && pb < pb_end; ++q, pb += 64)",
+            "            __builtin_prefetch((const void *)pb, 0, 2);",
             f"        for (int64_t q = 0; q < pf_per && pf_row < {mr}; ++q, ++pf_row) {{"]
     # locality 2: prefetcht1, into L2
     out += [f"            __builtin_prefetch((const void *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c"
@@ -199,6 +221,7 @@ def ukernel(spec) -> str:
             "    _tile_release();", "}", "",
             "/* the driver and the L1 timing: the configuration once per thread (driver.c) */",
             f"#define MK_UKERNEL_HOT {sym}_hot",
+            "#define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))",
             f"#define MK_THREAD_SETUP() {cfg}()",
             "#define MK_THREAD_TEARDOWN() _tile_release()"]
     return "\n".join(out) + "\n"
