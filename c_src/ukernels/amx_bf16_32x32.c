@@ -41,22 +41,28 @@ mk_ukernel_amx_bf16_32x32_hot(int64_t kc, const float *restrict alpha, const uin
         _tile_zero(3);
     }
     /* the next C tile of the driver's ir loop (MR rows below this one) into L2, a
-       few rows per k step: its rows lie rs_c apart, each on a page of its own,
-       where the hardware prefetchers do not follow */
+       row pair per k step (all 32 rows from KC = 512 on): its rows
+       lie rs_c apart, each on a page of its own, where the hardware prefetchers
+       do not follow */
     const uintptr_t pf = (uintptr_t)c + (uintptr_t)(32 * rs_c) * sizeof *c;
-    const int64_t steps = kc / 32;
-    const int64_t pf_per = steps >= 32 ? 1 : (32 + steps - 1) / (steps > 0 ? steps : 1);
     int64_t pf_row = direct ? 0 : 32;
-    /* the driver's share of the next B micro-panel, a few lines per k step */
+    /* the driver's share of the next B micro-panel, 4 lines per k step */
     const char *pb = mk_amx_pf_b;
     const char *const pb_end = pb + mk_amx_pf_bytes;
-    const int64_t pb_per = steps > 0 ? (mk_amx_pf_bytes / 64 + steps - 1) / steps : 0;
     for (int64_t k = 0; k < kc; k += 32) {
-        for (int64_t q = 0; q < pb_per && pb < pb_end; ++q, pb += 64)
-            __builtin_prefetch((const void *)pb, 0, 2);
-        for (int64_t q = 0; q < pf_per && pf_row < 32; ++q, ++pf_row) {
+        if (pb < pb_end) {
+            __builtin_prefetch((const void *)(pb + 0), 0, 2);
+            __builtin_prefetch((const void *)(pb + 64), 0, 2);
+            __builtin_prefetch((const void *)(pb + 128), 0, 2);
+            __builtin_prefetch((const void *)(pb + 192), 0, 2);
+            pb += 256;
+        }
+        if (pf_row < 32) {
             __builtin_prefetch((const void *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c), 0, 2);
             __builtin_prefetch((const void *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c + 64), 0, 2);
+            __builtin_prefetch((const void *)(pf + (uintptr_t)((pf_row + 1) * rs_c) * sizeof *c), 0, 2);
+            __builtin_prefetch((const void *)(pf + (uintptr_t)((pf_row + 1) * rs_c) * sizeof *c + 64), 0, 2);
+            pf_row += 2;
         }
         _tile_loadd(4, a + 0, 64);
         _tile_loadd(6, b + 0, 128);

@@ -71,6 +71,12 @@ DP = {"bf16": "_tile_dpbf16ps", "s8s8": "_tile_dpbssd", "u8s8": "_tile_dpbusd",
 K_GROUP = {"bf16": 32, "s8s8": 64, "u8s8": 64, "u8u8": 64}
 _C_ELEM = {"bf16": ("uint16_t", "uint16_t"), "s8s8": ("int8_t", "int8_t"),
            "u8s8": ("uint8_t", "int8_t"), "u8u8": ("uint8_t", "uint8_t")}
+#: lines of the next B micro-panel prefetched per k step (MK_PREFETCH_B): the driver's
+#: share per call is (64 bytes of B per k step per 16 columns) x NR/16 / (MC/MR) lines,
+#: 4 for the 32 x 32 tiles at the default MC (256 rows); straight-line code, not a
+#: loop, so that the k loop stays innermost (and :func:`microkernel.analysis.inner_loop`
+#: finds it)
+PF_B_LINES = 4
 _FILLS = {"bf16": ("((uint16_t)(0x3F80u + (i) % 7))", "((uint16_t)(0x3B80u + (i) % 5))")}
 
 
@@ -168,24 +174,29 @@ def ukernel(spec) -> str:
     lines = -(-nr * 4 // 64)          # 64-byte lines in one row of the C tile
     out += ["    }",
             "    /* the next C tile of the driver's ir loop (MR rows below this one) into L2, a",
-            "       few rows per k step: its rows lie rs_c apart, each on a page of its own,",
-            "       where the hardware prefetchers do not follow */",
+            f"       row pair per k step (all {mr} rows from KC = {kg * -(-mr // 2)} on): its rows",
+            "       lie rs_c apart, each on a page of its own, where the hardware prefetchers",
+            "       do not follow */",
             f"    const uintptr_t pf = (uintptr_t)c + (uintptr_t)({mr} * rs_c) * sizeof *c;",
-            f"    const int64_t steps = kc / {kg};",
-            f"    const int64_t pf_per = steps >= {mr} ? 1 : ({mr} + steps - 1) / (steps > 0 ? steps : 1);",
             f"    int64_t pf_row = direct ? 0 : {mr};",
-            "    /* the driver's share of the next B micro-panel, a few lines per k step */",
+            f"    /* the driver's share of the next B micro-panel, {PF_B_LINES} lines per k step */",
             "    const char *pb = mk_amx_pf_b;",
             "    const char *const pb_end = pb + mk_amx_pf_bytes;",
-            "    const int64_t pb_per = steps > 0 ? (mk_amx_pf_bytes / 64 + steps - 1) / steps : 0;",
             f"    for (int64_t k = 0; k < kc; k += {kg}) {{",
-            "        for (int64_t q = 0; q < pb_per && pb < pb_end; ++q, pb += 64)",
-            "            __builtin_prefetch((const void *)pb, 0, 2);",
-            f"        for (int64_t q = 0; q < pf_per && pf_row < {mr}; ++q, ++pf_row) {{"]
-    # locality 2: prefetcht1, into L2
-    out += [f"            __builtin_prefetch((const void *)(pf + (uintptr_t)(pf_row * rs_c) * sizeof *c"
-            f"{f' + {64 * x}' if x else ''}), 0, 2);" for x in range(lines)]
-    out += ["        }"]
+            "        if (pb < pb_end) {"]
+    out += [f"            __builtin_prefetch((const void *)(pb + {64 * x}), 0, 2);"
+            for x in range(PF_B_LINES)]
+    out += [f"            pb += {64 * PF_B_LINES};",
+            "        }",
+            f"        if (pf_row < {mr}) {{"]
+    # locality 2: prefetcht1, into L2; two rows per step in straight-line code like the B
+    # prefetch above, so that the k loop stays innermost (with an odd MR the last pair's
+    # second row is the one after the next tile: a prefetch never faults)
+    for r in range(2 if mr > 1 else 1):
+        row = f"(pf_row + {r})" if r else "pf_row"
+        out += [f"            __builtin_prefetch((const void *)(pf + (uintptr_t)({row} * rs_c) * sizeof *c"
+                f"{f' + {64 * x}' if x else ''}), 0, 2);" for x in range(lines)]
+    out += [f"            pf_row += {2 if mr > 1 else 1};", "        }"]
     for i in range(mt):
         out.append(f"        _tile_loadd({areg[i]}, a + {16 * i * kg}, 64);")
         for j in range(nt):
