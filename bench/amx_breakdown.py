@@ -96,7 +96,11 @@ def main() -> int:
     if args.write_only:
         print("wrote", " ".join(sorted(paths.values())))
         return 0
-    kernels = {"kernel": mk.get_kernel(KERNEL)}
+    try:
+        kernels = {"kernel": mk.get_kernel(KERNEL)}
+    except mk.IsaUnavailableError as e:
+        print(f"amx_breakdown: {e} (--write-only writes the variants anywhere)", file=sys.stderr)
+        return 2
     for name in DIAGNOSTIC:
         kernels[name] = mk.get_kernel(KERNEL, source=paths[name])
     rng = np.random.default_rng(0)
@@ -109,7 +113,7 @@ def main() -> int:
             cons.append(Contender(name, lambda A=A, B=B, C=C, k=k: mk.gemm(A, B, C, kernel=k, threads=1),
                                   2.0 * n ** 3, f"{n}^3"))
     r = Rounds(cons)
-    for i in range(args.rounds):
+    for _ in range(args.rounds):
         r.round()
     out = {"kernel": KERNEL, "rounds": args.rounds, "variants": list(DIAGNOSTIC), "shapes": {}}
     for shape in r.shapes:

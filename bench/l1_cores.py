@@ -35,7 +35,12 @@ def main() -> int:
 
     cpus = ([int(c) for c in args.cpus.split(",")] if args.cpus
             else sorted(os.sched_getaffinity(0)))
-    ks = [get_kernel(n) for n in args.kernel]
+    from microkernel import IsaUnavailableError, TileError
+    try:
+        ks = [get_kernel(n) for n in args.kernel]
+    except (IsaUnavailableError, TileError) as e:
+        print(f"l1_cores: {e}", file=sys.stderr)
+        return 2
     best = get_kernel()
     own = bench.kernel_peaks(ks)
     out = {"kc": args.kc, "rounds": args.rounds, "kernels": args.kernel, "cpus": {}}
