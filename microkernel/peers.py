@@ -28,6 +28,9 @@ bound of its own arithmetic (:class:`TypedPeer`):
   where this PyTorch has it on CPU (probed once on a small product); PyTorch has no
   u8 x s8 or u8 x u8 matmul, so those types have no torch peer;
 * ``blis``: float32 only.
+
+Their runtimes do not stop with their calls: numpy's OpenBLAS workers spin after each
+one (:func:`openblas_spin_note` says so when a comparison times back to back).
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ import contextlib
 import dataclasses
 import functools
 import importlib.util
+import os
 
 import numpy as np
 
@@ -183,6 +187,34 @@ def limit_threads(threads: int, names=None):
             if torch_before is not None:
                 import torch
                 torch.set_num_threads(torch_before)
+
+
+#: OpenBLAS's idle workers spin for 2**OPENBLAS_THREAD_TIMEOUT TSC cycles after a call
+#: before they sleep: 28 unless that variable was set when the library loaded (clamped
+#: to 4..30; OpenBLAS driver/others/blas_server.c, OpenMathLib/OpenBLAS issue #5171)
+OPENBLAS_TIMEOUT_DEFAULT = 28
+
+
+def openblas_spin_note(names, threads: int, pause: float) -> str | None:
+    """A line for a timing that runs contenders right after numpy's OpenBLAS with
+    several threads and no pause (``compare --pause 0``), None otherwise: its workers
+    spin after every call (:data:`OPENBLAS_TIMEOUT_DEFAULT`), so whatever runs next
+    shares the cores with them. On the 2-core Zen 3, back to back at 2 threads,
+    ``avx2_4x24_u8`` read 0.55-0.74x numpy by default and 1.05-1.09x with
+    OPENBLAS_THREAD_TIMEOUT=4 (bench/results/zen3/b2b_openblas_timeout/)."""
+    if "numpy" not in names or threads <= 1 or pause > 0 or "openblas" not in describe("numpy"):
+        return None
+    raw = os.environ.get("OPENBLAS_THREAD_TIMEOUT", "").strip()
+    try:
+        log2 = min(30, max(4, int(raw)))
+    except ValueError:
+        log2 = OPENBLAS_TIMEOUT_DEFAULT
+    if log2 <= 16:
+        return None
+    return (f"numpy's OpenBLAS workers spin 2^{log2} TSC cycles after each call "
+            f"(OPENBLAS_THREAD_TIMEOUT={raw or 'unset'}), so back to back the contender after "
+            f"numpy shares its cores with them; OPENBLAS_THREAD_TIMEOUT=4 in the environment "
+            f"that starts Python puts them to sleep at once (or time with --pause 0.3)")
 
 
 def describe(name: str) -> str:

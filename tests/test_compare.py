@@ -78,3 +78,33 @@ def test_compare_bad_arguments(argv, message, capsys, monkeypatch):
 def test_compare_without_shapes_is_an_error(capsys):
     assert main(["compare", "--kernels", "scalar_4x4", "--sizes", ""]) == 2
     assert "no shapes to time" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env,threads,pause,names,expect", [
+    (None, 2, 0.0, ["numpy"], "2^28"),              # OpenBLAS's default spin
+    ("40", 4, 0.0, ["numpy", "torch"], "2^30"),     # clamped to 30, as OpenBLAS does
+    ("x", 2, 0.0, ["numpy"], "2^28"),               # not a number: OpenBLAS's default
+    ("4", 2, 0.0, ["numpy"], None),                 # workers sleep at once
+    (None, 1, 0.0, ["numpy"], None),                # one thread: no workers
+    (None, 2, 0.3, ["numpy"], None),                # the pause outlasts the spin
+    (None, 2, 0.0, ["torch"], None),                # numpy not timed
+])
+def test_openblas_spin_note(monkeypatch, env, threads, pause, names, expect):
+    from microkernel import peers
+    monkeypatch.setattr(peers, "describe", lambda n: "numpy (openblas 0.3.31 Haswell)")
+    if env is None:
+        monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", env)
+    note = peers.openblas_spin_note(names, threads, pause)
+    if expect is None:
+        assert note is None
+    else:
+        assert expect in note and "OPENBLAS_THREAD_TIMEOUT=4" in note
+
+
+def test_openblas_spin_note_only_for_openblas(monkeypatch):
+    from microkernel import peers
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    monkeypatch.setattr(peers, "describe", lambda n: "numpy (mkl 2025.1 SkylakeX)")
+    assert peers.openblas_spin_note(["numpy"], 2, 0.0) is None

@@ -160,12 +160,15 @@ def run(args) -> int:
     labels = [e.label for e in entries]
     res = _figures(r, problems, labels, peer_names, args)
     res["dtype"] = dtype
+    res["openblas_spin"] = peers_mod.openblas_spin_note(peer_names, args.threads, pause)
     if dtype != "f32":
         res["peers_what"] = {n: peers_mod.typed_call(n, *_tiny(dtype), dtype).what
                              for n in peer_names}
         res["peers_missing"] = {n: peers_mod.typed_why_not(n, dtype)
                                 for n in peers_mod.PEERS if n not in peer_names}
     _print(con, res, labels, peer_names)
+    if res["openblas_spin"]:
+        con.print(f"note: {res['openblas_spin']}")
     if json_path is not None:
         write_json(json_path, res)
         con.print(f"wrote {json_path}")
