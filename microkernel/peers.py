@@ -209,7 +209,7 @@ def openblas_spin_note(names, threads: int, pause: float) -> str | None:
         log2 = min(30, max(4, int(raw)))
     except ValueError:
         log2 = OPENBLAS_TIMEOUT_DEFAULT
-    if log2 <= 16:
+    if log2 <= 16:      # 2^16 cycles: some 30 us, gone before the next sample starts
         return None
     return (f"numpy's OpenBLAS workers spin 2^{log2} TSC cycles after each call "
             f"(OPENBLAS_THREAD_TIMEOUT={raw or 'unset'}), so back to back the contender after "
