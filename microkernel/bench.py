@@ -24,7 +24,7 @@ from . import stats
 from .timing import Contender, Rounds
 
 __all__ = ["GemmEntry", "gemm_contenders", "l1_contenders", "PEAK", "l1_figures",
-           "typed_operands", "kernel_peaks", "peak_name",
+           "typed_operands", "kernel_peaks", "peak_name", "peak_contender", "paired_pct_peak",
            "WrongResult", "TILED_MIN", "tiled", "numpy_blas_info"]
 
 #: the peak loop's contender name in an L1 race
@@ -202,14 +202,14 @@ def l1_contenders(kernels, peak_kernel, *, kc: int = 256, reps: int = 1000,
     :func:`l1_figures` can give every kernel's % of its own instruction's peak. The
     AMX peak's iterations are scaled down (one iteration is 4 tile products, 64+
     cycles, against 16 FMAs)."""
-    out = [_peak_contender(PEAK, peak_kernel, peak_iters)]
+    out = [peak_contender(PEAK, peak_kernel, peak_iters)]
     if own_peaks:
         names = kernel_peaks(kernels)
         seen = set()
         for k in kernels:
             if names[k.label] not in seen:
                 seen.add(names[k.label])
-                out.append(_peak_contender(names[k.label], k, peak_iters))
+                out.append(peak_contender(names[k.label], k, peak_iters))
     for k in kernels:
         def ukernel(k=k):
             if k.lib.mk_time_ukernel(kc, reps) < 0:
@@ -218,12 +218,30 @@ def l1_contenders(kernels, peak_kernel, *, kc: int = 256, reps: int = 1000,
     return out
 
 
-def _peak_contender(name, kernel, peak_iters):
+def peak_contender(name, kernel, peak_iters: int = 200_000, shape: str = "L1") -> Contender:
+    """Contender ``name`` on ``shape``: ``kernel``'s module's peak loop (``mk_fma_peak``:
+    independent chains of its instruction, no memory operands), ``peak_iters``
+    iterations per call (an AMX iteration is 4 tile products: 1/16 as many); its
+    ``flops`` is what the loop reports per call."""
     flops = kernel.ffi.new("double *")
     iters = max(1000, peak_iters // 16) if kernel.spec.isa == "amx" else peak_iters
     kernel.lib.mk_fma_peak(1000 if kernel.spec.isa != "amx" else 100, flops)
     per_iter = flops[0] / (1000 if kernel.spec.isa != "amx" else 100)
-    return Contender(name, lambda: kernel.lib.mk_fma_peak(iters, flops), per_iter * iters, "L1")
+    return Contender(name, lambda: kernel.lib.mk_fma_peak(iters, flops), per_iter * iters, shape)
+
+
+def paired_pct_peak(rounds: Rounds, shape: str, name: str, peak: str) -> stats.Interval:
+    """% of the peak of contender ``name`` on ``shape``, paired by round with the peak
+    loop ``peak`` timed on the same shape (so in the same seconds of the same round):
+    per round 100 x (flops / t) / (peak flops / t_peak), the median over rounds with
+    its bootstrap interval (:func:`microkernel.stats.bootstrap`). On a host whose
+    speed moves between rounds (a shared core, a throttled clock) this is the figure
+    that holds; a peak taken in another phase is not. Raises ValueError when no round
+    timed both."""
+    i = rounds.shapes.index(shape)
+    ours, ref = rounds.matrix(name)[i:i + 1], rounds.matrix(peak)[i:i + 1]
+    scale = 100 * rounds.contender(shape, name).flops / rounds.contender(shape, peak).flops
+    return stats.bootstrap(scale * stats.paired_ratios(ref, ours))
 
 
 def l1_figures(rounds: Rounds, names, peaks: dict | None = None) -> dict[str, dict]:

@@ -1,6 +1,7 @@
 """The `microkernel` command line, end to end (in-process)."""
 import json
 
+import numpy as np
 import pytest
 
 import microkernel as mk
@@ -247,6 +248,14 @@ def test_bench_runs_and_saves(tmp_path):
     r = d["gemm"][0]["peers"]["numpy"]["ratio"]
     assert r["lo"] <= r["point"] <= r["hi"] and r["rounds"] == 4
     assert all(len(s["seconds"]) == 4 for s in d["samples"]["1"])
+    # one thread: % of peak paired with the peak loop timed beside the shape, per round
+    pk = d["gemm"][0]["pct_peak"]
+    assert pk["lo"] <= pk["point"] <= pk["hi"] and pk["rounds"] == 4
+    peak_s = next(s for s in d["samples"]["1"] if s["contender"] == "fma_peak")
+    ours_s = next(s for s in d["samples"]["1"] if s["contender"] == "scalar_4x4")
+    per_round = [100 * (ours_s["flops"] / t) / (peak_s["flops"] / tp)
+                 for t, tp in zip(ours_s["seconds"], peak_s["seconds"])]
+    assert pk["point"] == pytest.approx(float(np.median(per_round)))
 
 
 def test_bench_blocking_override(tmp_path, capsys, monkeypatch):

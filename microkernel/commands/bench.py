@@ -4,7 +4,10 @@ All through the timing engine (:mod:`microkernel.timing`): the peak loop and eve
 kernel's micro-kernel in L1 in the same interleaved rounds (so "% of peak" is a
 per-round ratio with an interval), then per thread count ``gemm()`` with the first
 kernel and the peer libraries (numpy, and torch / blis where installed) on each shape
-in the same rounds. Every figure is a median over rounds with its 95% interval.
+in the same rounds; at one thread the kernel's peak loop is timed beside each shape
+too, so that the gemm table's "% peak" is paired by round like every other ratio (on a
+shared host the peak itself moves by tens of percent between phases). Every figure is a
+median over rounds with its 95% interval.
 """
 from __future__ import annotations
 
@@ -143,18 +146,26 @@ def run(args) -> int:
         t.caption_justify = "left"
     con.print(t)
     entry = bench.GemmEntry(kern.label, kern, blk)
+    # the peak that "% peak" is of: the kernel's own instruction's (typed) or the best ISA's
+    pname = fig[kern.label]["peak"] if own else bench.PEAK
     for threads in args.threads:
+        cons = bench.gemm_contenders([entry], problems, threads=threads, peers=peer_names,
+                                     types=dtype)
+        if threads == 1:   # one thread: that peak loop beside every shape, paired by round
+            cons += [bench.peak_contender(pname, kern if own else best, shape=p.label)
+                     for p in problems]
         with peers_mod.limit_threads(threads, peer_names):
-            r = Rounds(bench.gemm_contenders([entry], problems, threads=threads,
-                                             peers=peer_names, types=dtype),
-                       min_time=args.min_time, pause=0.3 if threads > 1 else 0.0)
+            r = Rounds(cons, min_time=args.min_time, pause=0.3 if threads > 1 else 0.0)
             for _ in range(args.rounds):
                 r.round()
         t = Table(title=f"gemm() {kern.label} on {dtype} (KC={blk.kc} MC={blk.mc} NC={blk.nc}), "
                         f"{threads} thread(s), {args.rounds} interleaved rounds; ratio: "
                         f"the peer's time / ours (> 1: ours is faster) [95%]",
                   box=box.SIMPLE_HEAD, title_justify="left",
-                  caption="% peak: of the kernel's peak x threads", caption_justify="left")
+                  caption=("% peak: of the peak loop timed beside each shape in the same rounds "
+                           "[95%]" if threads == 1 else
+                           "% peak: of the kernel's peak (the L1 rounds above) x threads"),
+                  caption_justify="left")
         cols = ["shape", "ours GF/s", "% peak"]
         for n in peer_names:
             cols += [f"{n} GF/s", f"vs {n}"]
@@ -164,10 +175,16 @@ def run(args) -> int:
         for i, p in enumerate(problems):
             ours_t = r.matrix(kern.label)[i:i + 1]
             g = r.gflops(p.label, kern.label)
-            kpeak = fig[fig[kern.label]["peak"]]["gflops"] if own else peak["gflops"]
-            row = [p.label, f"{g:.1f}", f"{100 * g / (kpeak * threads):.0f}%"]
             rec = {"kernel": kern.label, "shape": p.label, "threads": threads,
-                   "ours_gflops": g, "peers": {}}
+                   "ours_gflops": g, "peers": {}, "peak": pname}
+            if threads == 1:
+                iv = bench.paired_pct_peak(r, p.label, kern.label, pname)
+                rec["pct_peak"] = {**iv.as_dict(), "peak_gflops": r.gflops(p.label, pname)}
+                pct = f"{iv.point:.0f}% [{iv.lo:.0f}-{iv.hi:.0f}]"
+            else:
+                pct = f"{100 * g / (fig[pname]['gflops'] * threads):.0f}%"
+                rec["pct_peak"] = {"point": 100 * g / (fig[pname]["gflops"] * threads)}
+            row = [p.label, f"{g:.1f}", pct]
             for n in peer_names:
                 iv = stats.bootstrap(stats.paired_ratios(r.matrix(n)[i:i + 1], ours_t))
                 ratios[n].append(iv.point)
