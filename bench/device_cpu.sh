@@ -20,9 +20,16 @@
 #                                      2048 and 4096 beside PyTorch on CPUs 2 and 9
 #   bash bench/device_cpu.sh amxdiag   issue 21: bench/amx_breakdown.py (where AMX gemm()
 #                                      spends its time) on CPUs 2 and 5, AMX NC/KC at 4096
-#   bash bench/device_cpu.sh threads   issue 24: bench/host_cores.py, the team's row chunks
-#                                      raced at 16 and 4 threads (`compare` NAME:chunks=N,
-#                                      with numpy and PyTorch), bench/threads.py
+#   bash bench/device_cpu.sh amxpeak   issue 21: `bench` of amx_bf16_32x32 at 2048 and 4096 with
+#                                      the tdpbf16ps loop timed beside each shape (% of peak
+#                                      paired by round), on four CPUs
+#   bash bench/device_cpu.sh threads   issue 24: bench/threads.py at 1 and 16 threads, ours,
+#                                      numpy and PyTorch alone (3 processes each, in turn),
+#                                      then interleaved: with a pause, back to back, and back to
+#                                      back with the other runtimes' spin cut
+#   bash bench/device_cpu.sh chunks    the team's row chunks raced at 16 and 4 threads
+#                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
+#                                      bench/host_cores.py
 #
 # Writes into $OUT (or out/ when OUT is unset). cffi and pyperf are not on that image:
 # carry wheels in .whl/ (see the device tool's README); they are installed into /tmp/site.
@@ -89,7 +96,24 @@ if [ "${1:-}" = blocking ]; then
   } 2>&1 | tee "$OUT/device_blocking.log"
   exit 0
 fi
+if [ "${1:-}" = amxpeak ]; then
+  {
+    for cpu in 2 5 9 13; do
+      run taskset -c $cpu python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
+          --sizes 2048,4096 --rounds 11 --peers torch --json "$OUT/amx_peak_cpu$cpu.json"
+    done
+  } 2>&1 | tee "$OUT/device_amxpeak.log"
+  exit 0
+fi
 if [ "${1:-}" = threads ]; then
+  {
+    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/threads.py --threads 1,16 \
+        --sizes 1024,2048,4096 --rounds 9 --repeats 3 --libs "microkernel team,numpy,torch" \
+        --out "$OUT"
+  } 2>&1 | tee "$OUT/device_threads.log"
+  exit 0
+fi
+if [ "${1:-}" = chunks ]; then
   f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
   v="$f32;$f32:chunks=0;$f32:chunks=2;$f32:chunks=8;$f32:chunks=16"
   t16="env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16"
@@ -102,8 +126,7 @@ if [ "${1:-}" = threads ]; then
     run env OMP_NUM_THREADS=4 OPENBLAS_NUM_THREADS=4 taskset -c 0-3 python3 -m microkernel compare \
         --kernels "$f32;$f32:chunks=0;$f32:chunks=8" --threads 4 --sizes 2048,4096 --rounds 5 \
         --pause 0.3 --json "$OUT/chunks_4t.json"
-    run $t16 python3 bench/threads.py --threads 1,4,16 --sizes 1024,2048,4096 --rounds 7 --out "$OUT"
-  } 2>&1 | tee "$OUT/device_threads.log"
+  } 2>&1 | tee "$OUT/device_chunks.log"
   exit 0
 fi
 if [ "${1:-}" = compare ]; then

@@ -13,9 +13,18 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    MICROKERNEL_TEAM_GRID=square), so the switch between them is measured, not
    assumed, and with the team also fully passive (OMP_WAIT_POLICY=PASSIVE) and with
    libgomp's default spin (300,000): ours, GOMP_SPINCOUNT=20000, between the two.
+   With ``--repeats N`` every library's process runs N times, the libraries in turn
+   (A B C A B C ...), and each figure is the median of all 7N samples, with each
+   process's own median beside it: on a shared host one process's figure moves by
+   20-40% with the CPUs it lands on, and in turn every library meets the same minutes.
+   ``--libs`` keeps only the named libraries (e.g. "microkernel team,numpy,torch").
 2. **Interleaved**: one process, `microkernel compare` with numpy and torch as peers at
    the largest thread count, back to back (--pause 0: the other runtimes' workers may
-   still be spinning when the next call starts) and with the default pause.
+   still be spinning when the next call starts) and with the default pause; and back to
+   back once more with the other runtimes' spin cut before they load
+   (OPENBLAS_THREAD_TIMEOUT=4: OpenBLAS's workers spin 2^4 x 1024 cycles instead of
+   2^28; GOMP_SPINCOUNT=20000 for PyTorch's libgomp, the value ours runs with), which
+   says how much of the back-to-back loss is theirs.
 
 Writes threads.json (every figure) and threads.md (the tables) under --out; prints the
 tables. Speed is never asserted: this script measures and reports.
@@ -92,6 +101,10 @@ def main():
     ap.add_argument("--sizes", default="512,1024,2048,4096")
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--rounds", type=int, default=7, help="rounds of the interleaved run")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="processes per library, the libraries in turn (default 1)")
+    ap.add_argument("--libs", default=None,
+                    help="comma-separated library names to run alone (default: all)")
     ap.add_argument("--variants-threads", default=None,
                     help="thread counts of the passive / spin300k / chunks variants (default: "
                          "the largest)")
@@ -115,32 +128,55 @@ def main():
             ("numpy", {})]
     if importlib.util.find_spec("torch"):
         libs.append(("torch", {}))
-    results = []
+    if args.libs:
+        keep = [x.strip() for x in args.libs.split(",")]
+        unknown = sorted(set(keep) - {lib for lib, _ in libs})
+        if unknown:
+            ap.error(f"--libs: unknown {unknown}; known: {[lib for lib, _ in libs]}")
+        libs = [(lib, env) for lib, env in libs if lib in keep]
+    if args.repeats < 1:
+        ap.error("--repeats must be >= 1")
+    runs = {}
     vthreads = ([int(x) for x in args.variants_threads.split(",")] if args.variants_threads
                 else [max(threads)])
-    for lib, env in libs:
-        ts = (vthreads if lib.endswith(("passive", "spin300k", "chunks=2", "chunks=8"))
-              else [t for t in threads if t > 1] if lib.endswith(("square", "static"))
-              else threads)
-        results += [dict(r, lib=lib) for r in alone(lib, ts, sizes, env)]
-    # interleaved, at the largest thread count, back to back and with a pause
+    for rep in range(args.repeats):
+        for lib, env in libs:
+            ts = (vthreads if lib.endswith(("passive", "spin300k", "chunks=2", "chunks=8"))
+                  else [t for t in threads if t > 1] if lib.endswith(("square", "static"))
+                  else threads)
+            for r in alone(lib, ts, sizes, env):
+                runs.setdefault((lib, r["threads"], r["n"]), []).append(r)
+    results = []
+    for (lib, t, n), rs in runs.items():
+        secs = [x for r in rs for x in r["seconds"]]
+        results.append({"lib": lib, "threads": t, "n": n, "processes": len(rs),
+                        "gflops": 2.0 * n ** 3 / statistics.median(secs) / 1e9,
+                        "process_gflops": [r["gflops"] for r in rs], "seconds": secs})
+    # interleaved, at the largest thread count, back to back and with a pause, and back
+    # to back with the other runtimes' spin cut
     tmax = max(threads)
     inter = {}
-    for pause in ("0", None):
+    spin_cut = {"OPENBLAS_THREAD_TIMEOUT": "4", "GOMP_SPINCOUNT": "20000"}
+    for tag, pause, env_extra in (("0", "0", {}), ("pause", None, {}),
+                                  ("0_spin_cut", "0", spin_cut)):
+        path = out / f"threads_interleaved_{tag}.json"
         cmd = [sys.executable, "-m", "microkernel", "compare", "--kernels",
                "", "--sizes", ",".join(map(str, sizes)), "--threads", str(tmax),
-               "--rounds", str(args.rounds), "--json", str(out / f"threads_interleaved_{pause or 'pause'}.json")]
+               "--rounds", str(args.rounds), "--json", str(path)]
         import microkernel as mk
         cmd[cmd.index("--kernels") + 1] = mk.kernels()[0]
         if pause is not None:
             cmd += ["--pause", pause]
-        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800)
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800,
+                             env={**os.environ, **env_extra})
         print(res.stdout[-5000:], res.stderr[-2000:], flush=True)
-        p = out / f"threads_interleaved_{pause or 'pause'}.json"
-        if p.exists():
-            d = json.loads(p.read_text())
-            inter[pause or "0.3"] = {s["shape"]: {n: c["gflops"] for n, c in s["contenders"].items()}
-                                     for s in d["shapes"]}
+        if path.exists():
+            d = json.loads(path.read_text())
+            label = {"0": "back to back (pause 0)", "pause": "pause 0.3 s before each sample",
+                     "0_spin_cut": "back to back, the other runtimes' spin cut "
+                     "(OPENBLAS_THREAD_TIMEOUT=4 GOMP_SPINCOUNT=20000)"}[tag]
+            inter[label] = {s["shape"]: {n: c["gflops"] for n, c in s["contenders"].items()}
+                            for s in d["shapes"]}
     # tables
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     topo = "; ".join(ln.strip() for ln in lscpu.splitlines()
@@ -148,13 +184,19 @@ def main():
                                                      "Core(s) per socket", "Socket(s)",
                                                      "NUMA node(s)", "L2 cache", "L3 cache"))
     md = ["# gemm() threads against the BLAS libraries", "", f"lscpu: {topo}", "",
-          "## Each library alone in its own process (GFLOP/s, median of 7 samples)", "",
+          f"## Each library alone in its own process (GFLOP/s, median of 7 samples"
+          + (f" in each of {args.repeats} processes per library, the libraries in turn; "
+             "the median of all of them, each process's median in brackets" if args.repeats > 1
+             else "") + ")", "",
           "| library | threads | " + " | ".join(f"n = {n}" for n in sizes) + " |",
           "| --- | --- | " + " | ".join("---" for _ in sizes) + " |"]
     for lib, _ in libs:
         for t in threads:
-            row = [next((f"{r['gflops']:.0f}" for r in results if r["lib"] == lib and r["threads"] == t
-                         and r["n"] == n), "-") for n in sizes]
+            row = [next((f"{r['gflops']:.0f}" + (
+                " [" + ", ".join(f"{g:.0f}" for g in r["process_gflops"]) + "]"
+                if r["processes"] > 1 else "")
+                for r in results if r["lib"] == lib and r["threads"] == t and r["n"] == n), "-")
+                for n in sizes]
             md.append(f"| {lib} | {t} | " + " | ".join(row) + " |")
     one = {(r["lib"], r["n"]): r["gflops"] for r in results if r["threads"] == min(threads)}
     top = {(r["lib"], r["n"]): r["gflops"] for r in results if r["threads"] == tmax}
@@ -162,17 +204,19 @@ def main():
         f"{lib} n={n}: {top[(lib, n)] / one[(lib, n)]:.1f}x" for lib, _ in libs for n in sizes
         if (lib, n) in one and (lib, n) in top and n == max(sizes))]
     for pause, shapes in inter.items():
-        md += ["", f"## Interleaved in one process, {tmax} threads, pause {pause} s before each sample "
+        md += ["", f"## Interleaved in one process, {tmax} threads, {pause} "
                "(GFLOP/s, median)", "", "| shape | " + " | ".join(next(iter(shapes.values()))) + " |",
                "| --- | " + " | ".join("---" for _ in next(iter(shapes.values()))) + " |"]
         for shape, c in shapes.items():
             md.append(f"| {shape} | " + " | ".join(f"{v:.0f}" for v in c.values()) + " |")
-        alone_ours = {r["n"]: r["gflops"] for r in results if r["lib"] == "microkernel team"
-                      and r["threads"] == tmax}
         md.append("")
-        md.append("ours interleaved / ours alone: " + ", ".join(
-            f"n={s.split('x')[0]}: {list(c.values())[0] / alone_ours.get(int(s.split('x')[0]), float('nan')):.2f}"
-            for s, c in shapes.items()))
+        for name in next(iter(shapes.values())):   # ours (the kernel's name), numpy, torch
+            lib = name if name in ("numpy", "torch") else "microkernel team"
+            solo = {r["n"]: r["gflops"] for r in results if r["lib"] == lib
+                    and r["threads"] == tmax}
+            md.append(f"- {name} interleaved / {lib} alone: " + ", ".join(
+                f"n={s.split('x')[0]}: {c[name] / solo.get(int(s.split('x')[0]), float('nan')):.2f}"
+                for s, c in shapes.items()))
     (out / "threads.json").write_text(json.dumps({"alone": results, "interleaved": inter}, indent=1))
     (out / "threads.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
