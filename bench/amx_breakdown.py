@@ -14,7 +14,8 @@ results on purpose, so they are timed directly, never validated, never used othe
 
 ``--write-only`` also writes the prefetch variants ``pf{a,b,ab}{1,2}`` (real GEMMs: L1
 software prefetch of the next 1 or 2 k steps of the A / B / both panels, 32 lines
-each), for ``microkernel compare --kernels "amx_bf16_32x32@DIR/pfa1.c;..."``, which
+each) and ``t1{a,b,ab}`` (real GEMMs: the A / B / both panels' tiles loaded with
+TILELOADDT1, the streaming hint), for ``microkernel compare --kernels "amx_bf16_32x32@DIR/pfa1.c;..."``, which
 validates them before it times them.
 
     python bench/amx_breakdown.py [--dir .amxvar] [--sizes 2048,4096] [--rounds 5]
@@ -62,6 +63,15 @@ def variant_sources(src: str) -> dict[str, str]:
             for old, new in loads[part]:
                 s = _sub(s, old, new)
         out[f"l1{w}"] = s
+    # TILELOADDT1 (_tile_stream_loadd: "the data is not reused", SDM vol. 2) for A's,
+    # B's or both panels' tile loads: real GEMMs, for blockings whose B micro-panel
+    # could then stay in L1 across the ir loop while A streams past it
+    for w in ("a", "b", "ab"):
+        s = src
+        for part in w:
+            for old, _ in loads[part]:
+                s = _sub(s, old, old.replace("_tile_loadd(", "_tile_stream_loadd("))
+        out[f"t1{w}"] = s
     anchor = "        _tile_loadd(4, a + 0, 64);\n"
     for w in ("a", "b", "ab"):
         for d in (1, 2):

@@ -23,6 +23,12 @@
 #   bash bench/device_cpu.sh amxpeak   issue 21: `bench` of amx_bf16_32x32 at 2048 and 4096 with
 #                                      the tdpbf16ps loop timed beside each shape (% of peak
 #                                      paired by round), on four CPUs
+#   bash bench/device_cpu.sh amxt1     issue 21: the AMX bf16 kernel with TILELOADDT1 (streaming
+#                                      hint) for the A / B panels (bench/amx_breakdown.py
+#                                      --write-only) at the default blocking and at KC 384-512
+#                                      with MC 1024 (a B micro-panel that could stay in L1),
+#                                      raced at 2048 and 4096 on CPUs 9 and 13; `bench` of three
+#                                      of them (% of peak paired by round) on CPU 9
 #   bash bench/device_cpu.sh threads   issue 24: bench/threads.py at 1 and 16 threads, ours,
 #                                      numpy and PyTorch alone (3 processes each, in turn),
 #                                      then interleaved: with a pause, back to back, and back to
@@ -103,6 +109,23 @@ if [ "${1:-}" = amxpeak ]; then
           --sizes 2048,4096 --rounds 11 --peers torch --json "$OUT/amx_peak_cpu$cpu.json"
     done
   } 2>&1 | tee "$OUT/device_amxpeak.log"
+  exit 0
+fi
+if [ "${1:-}" = amxt1 ]; then
+  python3 bench/amx_breakdown.py --write-only --dir .amxvar
+  d=amx_bf16_32x32; t="$d@.amxvar/t1a.c"
+  var="$d;$d:kc=512,mc=1024;$t;$t:kc=512,mc=1024;$t:kc=384,mc=1024;$d@.amxvar/t1b.c"
+  var="$var;$d@.amxvar/t1ab.c;$d@.amxvar/t1b.c:kc=512,mc=1024"
+  {
+    for cpu in 9 13; do
+      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 \
+          --rounds 7 --peers torch --kernels "$var" --json "$OUT/amx_t1_cpu$cpu.json"
+    done
+    for k in "$d" "$t --blocking kc=512,mc=1024" "$t"; do
+      run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel $k --sizes 4096 \
+          --rounds 9 --peers torch --json "$OUT/amx_t1_bench_$(echo "$k" | tr -c 'a-z0-9' _).json"
+    done
+  } 2>&1 | tee "$OUT/device_amxt1.log"
   exit 0
 fi
 if [ "${1:-}" = threads ]; then

@@ -22,7 +22,7 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    the largest thread count, back to back (--pause 0: the other runtimes' workers may
    still be spinning when the next call starts) and with the default pause; and back to
    back once more with the other runtimes' spin cut before they load
-   (OPENBLAS_THREAD_TIMEOUT=4: OpenBLAS's workers spin 2^4 x 1024 cycles instead of
+   (OPENBLAS_THREAD_TIMEOUT=4: OpenBLAS's workers spin 2^4 TSC cycles instead of
    2^28; GOMP_SPINCOUNT=20000 for PyTorch's libgomp, the value ours runs with), which
    says how much of the back-to-back loss is theirs.
 

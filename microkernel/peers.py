@@ -43,7 +43,7 @@ import os
 import numpy as np
 
 __all__ = ["available", "call", "limit_threads", "describe", "PEERS", "TypedPeer",
-           "typed_call", "typed_why_not"]
+           "typed_call", "typed_why_not", "openblas_spin_note", "torch_spin_note"]
 
 PEERS = ("numpy", "torch", "blis")
 
@@ -215,6 +215,39 @@ def openblas_spin_note(names, threads: int, pause: float) -> str | None:
             f"(OPENBLAS_THREAD_TIMEOUT={raw or 'unset'}), so back to back the contender after "
             f"numpy shares its cores with them; OPENBLAS_THREAD_TIMEOUT=4 in the environment "
             f"that starts Python puts them to sleep at once (or time with --pause 0.3)")
+
+
+#: libgomp's idle workers spin this many iterations after a parallel region before they
+#: sleep, unless GOMP_SPINCOUNT or OMP_WAIT_POLICY was set when it loaded (libgomp
+#: manual, "GOMP_SPINCOUNT"); PyTorch's wheels carry a libgomp of their own
+GOMP_SPIN_DEFAULT = 300_000
+
+
+def torch_spin_note(names, threads: int, pause: float) -> str | None:
+    """:func:`openblas_spin_note`'s twin for PyTorch's OpenMP pool: a line when torch is
+    timed with several threads and no pause, None when the user set a short spin
+    (GOMP_SPINCOUNT <= :data:`microkernel.threads.SPIN_COUNT`) or OMP_WAIT_POLICY=passive.
+    On the 16-core Sapphire Rapids host, 16 threads back to back, ``gemm()`` read 0.14x
+    its alone figure at 1024^3 and torch 0.15x at 2048^3; with OPENBLAS_THREAD_TIMEOUT=4
+    and GOMP_SPINCOUNT=20000 set before Python started, every library read 0.96-1.15x
+    (bench/results/sapphire-rapids/threads_b2b/)."""
+    from . import threads as threads_mod
+    if "torch" not in names or threads <= 1 or pause > 0:
+        return None
+    if os.environ.get("OMP_WAIT_POLICY", "").strip().lower() == "passive":
+        return None
+    user = threads_mod.user_set_wait_policy()
+    raw = os.environ.get("GOMP_SPINCOUNT", "").strip() if user else ""
+    try:
+        if raw and int(raw) <= threads_mod.SPIN_COUNT:
+            return None
+    except ValueError:
+        pass
+    return (f"PyTorch's OpenMP workers spin up to GOMP_SPINCOUNT iterations (libgomp's "
+            f"default {GOMP_SPIN_DEFAULT:,}) after each call, so back to back the contender "
+            f"after torch shares its cores with them; GOMP_SPINCOUNT={threads_mod.SPIN_COUNT} "
+            f"(or OMP_WAIT_POLICY=passive) in the environment that starts Python cuts that "
+            f"(or time with --pause 0.3)")
 
 
 def describe(name: str) -> str:

@@ -24,7 +24,8 @@ from __future__ import annotations
 import os
 
 __all__ = ["default_threads", "threads_for", "MACS_PER_THREAD", "prepare_runtime",
-           "runtime_note", "SPIN_COUNT", "MicrokernelController", "available_cpus"]
+           "runtime_note", "SPIN_COUNT", "MicrokernelController", "available_cpus",
+           "user_set_wait_policy"]
 
 #: the least work (multiply-adds) a default thread count gives each thread
 MACS_PER_THREAD = 1 << 20
@@ -93,6 +94,14 @@ def prepare_runtime() -> None:
               else f"GOMP_SPINCOUNT={os.environ['GOMP_SPINCOUNT']}" if "GOMP_SPINCOUNT" in os.environ
               else "libgomp's default")
     _RUNTIME.update(preloaded=preloaded, user=user, policy=policy)
+
+
+def user_set_wait_policy() -> bool:
+    """Whether OMP_WAIT_POLICY or GOMP_SPINCOUNT in this process's environment is the
+    user's (not the GOMP_SPINCOUNT that :func:`prepare_runtime` set)."""
+    if _RUNTIME:
+        return _RUNTIME["user"]
+    return "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
 
 
 def runtime_note() -> str:

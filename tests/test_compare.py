@@ -103,6 +103,33 @@ def test_openblas_spin_note(monkeypatch, env, threads, pause, names, expect):
         assert expect in note and "OPENBLAS_THREAD_TIMEOUT=4" in note
 
 
+@pytest.mark.parametrize("env,threads,pause,names,expect", [
+    ({}, 16, 0.0, ["numpy", "torch"], "300,000"),                # libgomp's default spin
+    ({"GOMP_SPINCOUNT": "300000"}, 4, 0.0, ["torch"], "300,000"),  # the user's long spin
+    ({"GOMP_SPINCOUNT": "20000"}, 4, 0.0, ["torch"], None),      # the user's short spin
+    ({"GOMP_SPINCOUNT": "x"}, 4, 0.0, ["torch"], "300,000"),     # not a number
+    ({"OMP_WAIT_POLICY": "PASSIVE"}, 4, 0.0, ["torch"], None),   # workers sleep at once
+    ({}, 1, 0.0, ["torch"], None),                               # one thread: no workers
+    ({}, 4, 0.3, ["torch"], None),                               # the pause outlasts it
+    ({}, 4, 0.0, ["numpy"], None),                               # torch not timed
+])
+def test_torch_spin_note(monkeypatch, env, threads, pause, names, expect):
+    from microkernel import peers, threads as threads_mod
+    for var in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    # as prepare_runtime records it: the user's setting, or ours (GOMP_SPINCOUNT=20000)
+    monkeypatch.setitem(threads_mod._RUNTIME, "user", bool(env))
+    if not env:
+        monkeypatch.setenv("GOMP_SPINCOUNT", str(threads_mod.SPIN_COUNT))
+    note = peers.torch_spin_note(names, threads, pause)
+    if expect is None:
+        assert note is None
+    else:
+        assert expect in note and "GOMP_SPINCOUNT=20000" in note
+
+
 def test_openblas_spin_note_only_for_openblas(monkeypatch):
     from microkernel import peers
     monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)

@@ -61,7 +61,8 @@ def resolve_peers(peers, dtype: str) -> list[str]:
 def add_arguments(p) -> None:
     from .common import blocking_arg
     p.add_argument("--kernel", action="append", help="tile name (repeatable); default: all "
-                   "runnable built-ins; the first is the one gemm() is timed with")
+                   "runnable built-ins; the first is the one gemm() is timed with; NAME@PATH: "
+                   "that tile with the micro-kernel of the C file PATH")
     p.add_argument("--kc", type=positive_int, default=256, help="K for the L1 timing (default 256)")
     p.add_argument("--sizes", type=positive_ints, default=[256, 512, 1024], help="square sizes")
     p.add_argument("--workload", default="square", choices=["square", "deepbench", "minilm"])
@@ -102,7 +103,10 @@ def run(args) -> int:
     names = args.kernel or kernels(dtype or "f32")
     if not names:
         raise UsageError(f"no built-in {dtype} kernel runs here (--kernel names one)")
-    ks = [get_kernel(n) for n in names]
+    ks = []
+    for n in names:   # NAME or NAME@path: a C file in place of the generated micro-kernel
+        name, _, source = n.partition("@")
+        ks.append(get_kernel(name, source=source or None))
     dtype = resolve_dtype(dtype, ks)
     peer_names = resolve_peers(args.peers, dtype)
     kern = ks[0]

@@ -161,14 +161,16 @@ def run(args) -> int:
     res = _figures(r, problems, labels, peer_names, args)
     res["dtype"] = dtype
     res["openblas_spin"] = peers_mod.openblas_spin_note(peer_names, args.threads, pause)
+    res["torch_spin"] = peers_mod.torch_spin_note(peer_names, args.threads, pause)
     if dtype != "f32":
         res["peers_what"] = {n: peers_mod.typed_call(n, *_tiny(dtype), dtype).what
                              for n in peer_names}
         res["peers_missing"] = {n: peers_mod.typed_why_not(n, dtype)
                                 for n in peers_mod.PEERS if n not in peer_names}
     _print(con, res, labels, peer_names)
-    if res["openblas_spin"]:
-        con.print(f"note: {res['openblas_spin']}")
+    for key in ("openblas_spin", "torch_spin"):
+        if res[key]:
+            con.print(f"note: {res[key]}")
     if json_path is not None:
         write_json(json_path, res)
         con.print(f"wrote {json_path}")
