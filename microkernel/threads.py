@@ -87,7 +87,7 @@ def prepare_runtime() -> None:
     if _RUNTIME:
         return
     preloaded = _libgomp_loaded()
-    user = "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
+    user = user_set_wait_policy()       # nothing recorded yet: the environment's own
     if not user and not preloaded:
         os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
     policy = (f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}" if "OMP_WAIT_POLICY" in os.environ
