@@ -33,6 +33,9 @@
 #                                      numpy and PyTorch alone (3 processes each, in turn),
 #                                      then interleaved: with a pause, back to back, and back to
 #                                      back with the other runtimes' spin cut
+#   bash bench/device_cpu.sh nc        the f32 default's NC (the B block a 16-thread team shares)
+#                                      raced at 16 threads with numpy and PyTorch (`compare`
+#                                      NAME:nc=N, pause 0.3)
 #   bash bench/device_cpu.sh chunks    the team's row chunks raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
@@ -134,6 +137,15 @@ if [ "${1:-}" = threads ]; then
         --sizes 1024,2048,4096 --rounds 9 --repeats 3 --libs "microkernel team,numpy,torch" \
         --out "$OUT"
   } 2>&1 | tee "$OUT/device_threads.log"
+  exit 0
+fi
+if [ "${1:-}" = nc ]; then
+  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
+  {
+    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
+        --kernels "$f32;$f32:nc=512;$f32:nc=1024;$f32:nc=2048" --threads 16 \
+        --sizes 1024,2048,4096 --rounds 7 --pause 0.3 --json "$OUT/nc_16t.json"
+  } 2>&1 | tee "$OUT/device_nc.log"
   exit 0
 fi
 if [ "${1:-}" = chunks ]; then
