@@ -4,15 +4,15 @@
 Usage (on the device machine, from the repository root)::
 
     OUT=/path/to/out python3 bench/gpu_profile.py [--shape 1024x1024x1024]
-        [--tile NAME ...] [--split S]
+        [--tile NAME[@S] ...] [--split S]
 
 Each contender runs in its own process under ``ncu`` (``--profile-from-start off``:
 the worker compiles, autotunes and warms up first, then profiles one call between
 ``cudaProfilerStart`` and ``cudaProfilerStop``; ``--clock-control none``, so the clocks
 are those of the timings in ``bench/gpu_simt.py``). Contenders: ``auto`` (what
 :func:`microkernel.gpu.gemm` launches by default), each ``--tile`` (a name of
-``launch.AUTO_TILES`` or of ``gpu_simt.scan_extra()``, at ``--split`` or the
-planner's split), the textbook Triton kernel of ``bench/gpu_simt.py`` and cuBLAS
+``launch.AUTO_TILES`` or of ``gpu_simt.scan_extra()``, at split S, else ``--split``,
+else the planner's split), the textbook Triton kernel of ``bench/gpu_simt.py`` and cuBLAS
 (``cupy.matmul``, TF32 off).
 
 Per kernel it reports the duration, the launch (grid, block, registers, shared
@@ -90,7 +90,9 @@ def worker(args, which: str) -> None:
     else:
         from microkernel.gpu import front
         dA, dB, dC = cuda.as_cuda_array(A), cuda.as_cuda_array(B), cuda.as_cuda_array(C)
-        kw = {} if which == "auto" else {"tile": _tile_by_name(which), "split": args.split}
+        name, _, split = which.partition("@")
+        kw = {} if which == "auto" else {"tile": _tile_by_name(name),
+                                         "split": int(split) if split else args.split}
         call = lambda: front.gemm(dA, dB, dC, **kw)  # noqa: E731
         call()
         print("plan:", front.gemm.last_plan.as_dict(), file=sys.stderr)

@@ -86,26 +86,31 @@ SCAN = {(35, 700, 2048): (1, 2, 4, 8, 16, 32), (128, 1500, 1280): (1, 2, 4, 8, 1
 def scan_extra():
     """Tiles the scan also times with ``--scan-extra``: candidates for AUTO_TILES.
 
-    Now (2026-12-02, after ``bench/gpu_profile.py`` at 1024^3): the 128 x 128 block of
-    the 8x8 thread tile with BK 16 (one barrier per 16 k instead of 8, and the next
-    block's global loads issued twice as many FMAs ahead), with and without the
-    two-blocks-per-SM register cap, the same block at BK 8 without the cap (at 1024^3
-    split 2 its 128 blocks leave one per SM, so the cap buys nothing there), and the
-    cuBLAS-like 128 x 64 block of 4 warps at BK 16. Nsight Compute put the planner's
-    1024^3 kernel (128 x 128, BK 8, split 2) at 3.2 warp cycles per issued instruction,
-    0.34 of them barrier and 0.31 global-load stalls, against Triton's 2.76 and 0.08
-    (``bench/results/h200/profile/profile_1024.md``).
+    Now (2026-12-02 evening): ``copy="async16"`` tiles, A kept k-contiguous in shared
+    memory and filled by 16-byte ``cp.async`` copies like B, 2-4 stages (Triton's
+    pipeline at 1024^3 is 4 stages of BK 32 in 64 x 64 blocks): the 128 x 128 block of
+    the 8x8 thread tile at BK 8 in 4 stages (with and without the two-blocks-per-SM
+    register cap) and at BK 16 in 2, Triton's 64 x 64 block of 4 warps at BK 16 in 4
+    stages and BK 32 in 2, 64 x 128 at BK 16 in 3, and the 8x16 thread tile in 128 x 256
+    blocks at BK 8 in 3. Nsight Compute put the planner's 1024^3 kernel at 3.2 warp
+    cycles per issued instruction, 0.35 of them barrier and 0.38 global-load stalls,
+    against Triton's 2.75 and 0.08 / < 0.08 (``bench/results/h200/profile/profile_1024.md``).
 
-    Timed here before and not kept (``bench/results/h200/``): the 8x16 thread tile in
-    128 x 128 blocks (``simt_scan_8x16b128``); 8x4 / 4x8 thread tiles in 64 x 128 blocks,
-    8x8 in 64 x 128 at BK 16 and in 128 x 64 at BK 8 (``simt_cpa_scan``); the cp.async
-    variants of the AUTO tiles, 0.99-1.38x the time of the register-staged tiles at the
-    same split (median 1.14, ``simt_cpa_scan.json``)."""
+    Timed here before and not kept (``bench/results/h200/``): the 128 x 128 block at BK
+    16 and without the register cap, 128 x 64 of 4 warps (``simt_scan_bk16``); the 8x16
+    thread tile in 128 x 128 blocks (``simt_scan_8x16b128``); 8x4 / 4x8 thread tiles in
+    64 x 128 blocks, 8x8 in 64 x 128 at BK 16 and in 128 x 64 at BK 8; the ``copy="async"``
+    variants of the AUTO tiles (A by 4-byte copies), 0.99-1.38x the time of the
+    register-staged tiles at the same split (median 1.14, ``simt_cpa_scan.json``)."""
     from microkernel.gpu.tiles import GpuTile
-    return [GpuTile(8, 8, 128, 128, 16, wm=32, wn=64),
-            GpuTile(8, 8, 128, 128, 16, wm=32, wn=64, min_blocks=2),
-            GpuTile(8, 8, 128, 128, 8, wm=32, wn=64),
-            GpuTile(8, 8, 128, 64, 16, wm=64, wn=32, min_blocks=2)]
+    r16 = dict(copy="async16")
+    return [GpuTile(8, 8, 128, 128, 8, wm=32, wn=64, stages=4, min_blocks=2, **r16),
+            GpuTile(8, 4, 64, 64, 16, wm=32, wn=32, stages=4, min_blocks=2, **r16),
+            GpuTile(8, 8, 128, 128, 8, wm=32, wn=64, stages=4, **r16),
+            GpuTile(8, 8, 128, 128, 16, wm=32, wn=64, stages=2, min_blocks=2, **r16),
+            GpuTile(8, 4, 64, 64, 32, wm=32, wn=32, stages=2, min_blocks=2, **r16),
+            GpuTile(8, 8, 64, 128, 16, wm=32, wn=64, stages=3, min_blocks=2, **r16),
+            GpuTile(8, 16, 128, 256, 8, wm=64, wn=64, stages=3, **r16)]
 
 
 #: With ``--scan-extra``: large shapes the scan also times (split 1), where the block

@@ -33,6 +33,9 @@ T_N = GpuTile(2, 2, 8, 32, 8, wm=8, wn=16, layout="contiguous", stages=1)
 #: rotation, not the asynchrony).
 T_MA = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, stages=3, copy="async")
 T_NA = GpuTile(2, 2, 8, 32, 8, wm=8, wn=16, layout="contiguous", stages=2, copy="async")
+#: A kept k-contiguous and copied by 16 bytes (copy="async16"): 4x2 thread tiles (the
+#: rows of a fragment group are 4), 2 warps of 16x16 stacked along M, 3 stages.
+T_MR = GpuTile(4, 2, 32, 16, 8, wm=16, wn=16, stages=3, copy="async16")
 #: T_M with grouped rasterization: 3 block rows per group (gpu/raster.py).
 T_MG = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, group_m=3)
 
@@ -46,7 +49,7 @@ def _operands(m, n, k, seed):
 
 # -- the warp-tiled kernel ----------------------------------------------------------
 
-@pytest.mark.parametrize("tile", [T_M, T_N, T_MA, T_NA, T_MG], ids=lambda t: t.name)
+@pytest.mark.parametrize("tile", [T_M, T_N, T_MA, T_NA, T_MR, T_MG], ids=lambda t: t.name)
 def test_warp_tiled_validation_catalogue(tile):
     """Odd shapes (17x33x5, 1x1x1, 64x40x3, 24^3), alpha/beta, NaN in C with beta=0,
     NaN in A and B with alpha=0, K=0, M=0, N=0, with guard elements around C."""
@@ -71,7 +74,7 @@ def test_flat_source_variant_matches_the_reference(monkeypatch):
         gk.clear_cache()
 
 
-@pytest.mark.parametrize("tile", [T_M, T_MA], ids=lambda t: t.name)
+@pytest.mark.parametrize("tile", [T_M, T_MA, T_MR], ids=lambda t: t.name)
 def test_float4_and_scalar_variants(tile):
     """K and N multiples of 4 with aligned operands take the float4 variant (whose
     simulator loads and 16-byte copies assert the alignment contract); an operand 4
@@ -134,6 +137,46 @@ def test_async_copy_tile_errors():
     assert T_MA.name == "gpu_2x2_b16x16x4_w8x16_s3_cpa"
     src = simt.kernel_source(T_MA, vec=True)
     assert src.count("cp_commit()") == 3 and "cp_wait1()" in src and "cp_wait0()" in src
+    with pytest.raises(ValueError, match="tm % 4 == 0"):
+        GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, stages=3, copy="async16")
+    with pytest.raises(ValueError, match="needs stages 2, 3 or 4"):
+        GpuTile(4, 2, 32, 16, 8, wm=16, wn=16, stages=1, copy="async16")
+
+
+def test_async16_copies_a_by_16_bytes_and_reads_4_k_per_row():
+    """copy="async16": one 16-byte copy per float4 of A and of B in the float4 variant,
+    to and from addresses formed once per thread (4-byte copies by index in the scalar
+    variant, as "async" always does), guarded except in the exact variant; per 4 k one
+    float4 of A per row of the thread tile: a BK 8 stage has 2 such groups of loads."""
+    assert T_MR.name == "gpu_4x2_b32x16x8_w16x16_s3_cp16"
+    vec, sca = simt.kernel_source(T_MR, vec=True), simt.kernel_source(T_MR, vec=False)
+    exa = simt.kernel_source(T_MR, vec=True, exact=True)
+    # A's 64 float4s and B's 32 over 64 threads: one copy of each per thread and k
+    # block (B's pass is partial), emitted for the 2 blocks of the prologue (3 stages)
+    # and once in the loop
+    for src in (vec, exa):
+        assert src.count("cp_async16_at(xa0") == 3 == src.count("cp_async16_at(xb0")
+        assert "cp_async4(" not in src and "xa0 = smem_u32(As, sa0)" in src
+    copies = [ln for ln in exa.splitlines() if "cp_async16_at(" in ln]
+    assert not [ln for ln in copies if "selp" in ln]
+    assert all("cuda.selp(" in ln for ln in vec.splitlines() if "cp_async16_at(" in ln)
+    assert "cp_async16" not in sca and sca.count("cp_async4(As") == 3 * 4
+    assert vec.count("r4[i, 3] = As[") == 2 and vec.count("cuda.fma(r4[i, ") == 8
+    lay = T_MR.shared_layout            # a_row BK + 4, quarters BM/4 rows + BK floats
+    assert (lay.a_row, lay.a_quarter, lay.a_rows) == (12, 8 * 12 + 8, 32)
+    assert [lay.a_index(k, m) for m, k in ((0, 0), (1, 0), (4, 0), (5, 3))] == [0, 104, 12, 119]
+
+
+def test_async16_exact_variant():
+    """A problem the tile divides takes the guard-free copies; split-K too."""
+    kern = front._resolve_tile(T_MR)
+    for m, n, k, split in ((64, 32, 16, 1), (96, 48, 64, 3)):
+        A, B, C0 = _operands(m, n, k, m + split)
+        dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C0)
+        assert kern.variant_for(dA, dB, dC) == "exact"
+        front.gemm(dA, dB, dC, alpha=0.75, beta=0.5, tile=T_MR, split=split)
+        assert np.all(np.abs(dC.copy_to_host() - _ref(A, B, C0, 0.75, 0.5))
+                      <= _bound(A, B, C0, 0.75, 0.5))
 
 
 def test_kernel_source_is_unrolled_and_vectorised():
@@ -278,7 +321,11 @@ def test_shared_layout_is_conflict_free():
     """The bank model on every access of the candidates, and on a layout without
     the skew (which conflicts: a warp's 32 transposing stores then fall in 16 banks)."""
     from microkernel.gpu.sweep import CANDIDATES
-    for t in set(CANDIDATES) | set(launch.AUTO_TILES) | {T_M, T_N}:
+    rowa = {GpuTile(8, 8, 128, 128, bk, wm=32, wn=64, stages=st, copy="async16")
+            for bk, st in ((8, 4), (16, 2))} | {
+        GpuTile(8, 4, 64, 64, bk, wm=32, wn=32, stages=st, copy="async16")
+        for bk, st in ((16, 4), (32, 2))} | {T_MR}
+    for t in set(CANDIDATES) | set(launch.AUTO_TILES) | {T_M, T_N} | rowa:
         rep = banks.bank_report(t)
         assert rep["conflict_free"], (t.name, rep)
     # three words 32 apart share bank 0: 3 wavefronts where 1 would do

@@ -134,14 +134,16 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     default :data:`LOOPS`, else as scalar statements; see the module docstring).
     ``exact``: the guard-free variant for problems the tile divides (float4 only,
     register staging in two stages, see the module docstring). Raises ValueError
-    for a tile without a warp tile, or for ``exact`` with ``vec=False``, cp.async
-    staging or one stage."""
-    loops = LOOPS if loops is None else loops
+    for a tile without a warp tile, or for ``exact`` with ``vec=False``, with
+    ``copy="async"``, or with register staging in one stage."""
     t = tile
+    rowa = t.copy == "async16"           # A k-contiguous in shared memory: loops only
+    loops = (LOOPS if loops is None else loops) or rowa
     if not t.warp_tiled:
         raise ValueError(f"{t.name} has no warp tile (wm, wn): use the original kernel")
     if exact and not (vec and has_exact(t)):
-        raise ValueError("the exact variant needs float4 loads, copy='regs' and stages=2")
+        raise ValueError("the exact variant needs float4 loads and copy='regs' with "
+                         "stages=2, or copy='async16'")
     lay = t.shared_layout
     s = _Src()
     u = s.u
@@ -203,8 +205,10 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
             if vec:
                 s(f"g{x}{p} = uint32({glob(p)})")
 
-    coords("a", PA, A4, QPR, "ar", "aq", lambda p: f"row0 + ar{p} < M",
-           lambda p: f"aq{p} * {u(lay.a_row)} + (aq{p} // {u(4)}) * {u(lay.a_skew)} + ar{p}",
+    a_shared = ((lambda p: f"(ar{p} % {u(4)}) * {u(lay.a_quarter)} + (ar{p} // {u(4)}) * "
+                 f"{u(lay.a_row)} + aq{p}") if rowa else
+                (lambda p: f"aq{p} * {u(lay.a_row)} + (aq{p} // {u(4)}) * {u(lay.a_skew)} + ar{p}"))
+    coords("a", PA, A4, QPR, "ar", "aq", lambda p: f"row0 + ar{p} < M", a_shared,
            lambda p: f"(row0 + ar{p}) * K + kb + aq{p}")
     coords("b", PB, B4, BN4, "br", "bc", lambda p: f"col0 + bc{p} < N",
            lambda p: f"br{p} * {u(lay.b_row)} + bc{p}",
@@ -216,6 +220,8 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     if loops:
         s(f"acc = cuda.local.array(({t.tm}, {t.tn}), float32)   # the register tile")
         s(f"ra = cuda.local.array({t.tm}, float32)")
+        if rowa:
+            s(f"r4 = cuda.local.array(({t.tm}, 4), float32)   # A: 4 k of each row")
         s(f"rb = cuda.local.array({t.tn}, float32)")
         s(f"for i in range({uTM}):")
         with s.block():
@@ -309,6 +315,10 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
                 s(f"acc{i}_{j} = cuda.fma(a{slot}_{i}, b{slot}_{j}, acc{i}_{j})")
 
     def compute():
+        if rowa:
+            from .simt_async import compute_rowa
+            compute_rowa(s, u, t, lay)
+            return
         s("pa = uint32(oa + am)")
         s("pb = uint32(ob + bn)")
         if t.pipeline and not loops:
@@ -339,9 +349,9 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     s("k0 = kb")
     s(f"oa = {u(0)} * kb")
     s(f"ob = {u(0)} * kb")
-    if t.copy == "async":
+    if t.copy != "regs":
         from .simt_async import main_loop
-        main_loop(s, u, t, lay, compute, PA, PB, A4, B4, vec)
+        main_loop(s, u, t, lay, compute, PA, PB, A4, B4, vec, exact)
     elif exact:
         # the loop loads block kt + 1 while it computes block kt, for kt < nk - 1; the
         # last block is computed after it, so no load reaches past the split
@@ -456,7 +466,8 @@ ALIGN = "__ALIGN__"      # replaced by ", alignment=16" on the GPU, "" in the si
 
 
 def _namespace(src: str, sim: bool, cuda) -> dict:
-    ns = {"cuda": cuda, "np": np, "uint32": np.uint32, "float32": np.float32,
+    ns = {"cuda": cuda, "np": np, "uint32": np.uint32, "uint64": np.uint64,
+          "float32": np.float32,
           "F0": np.float32(0.0), "F1": np.float32(1.0)}
     for line in src.splitlines():
         if line.startswith("# U") and "= np.uint32(" in line:
@@ -510,8 +521,10 @@ def variant_for(tile: GpuTile, m: int, n: int, k: int, vec: bool) -> str:
 
 def has_exact(tile: GpuTile) -> bool:
     """Whether the tile has an exact variant: register staging in two stages (the
-    exact loop double-buffers; cp.async tiles have their own main loop)."""
-    return tile.warp_tiled and tile.copy == "regs" and tile.stages == 2
+    exact loop double-buffers), or ``copy="async16"`` (its copies without guards,
+    :func:`microkernel.gpu.simt_async.main_loop`); not ``copy="async"``."""
+    return tile.warp_tiled and ((tile.copy == "regs" and tile.stages == 2)
+                                or tile.copy == "async16")
 
 
 def build(tile: GpuTile, variant: str, sim: bool, cuda, max_registers: int | None):

@@ -48,16 +48,17 @@ def bank_report(tile: GpuTile) -> dict:
         return w, i
 
     pats = []
+    rowa = bool(lay.a_rows)              # k-contiguous A: one 16-byte store per float4
     for p in range(-(-A4 // NT)):
         for w0 in range(0, NT, WARP_SIZE):
-            for c in range(4):
+            for c in range(1 if rowa else 4):
                 addrs = []
                 for lane in range(WARP_SIZE):
                     f = w0 + lane + p * NT
                     if f < A4:
                         r, q = divmod(f, QPR)
                         addrs.append(lay.a_index(4 * q + c, r))
-                pats.append((addrs, 1))
+                pats.append((addrs, 4 if rowa else 1))
     out["a_store"] = worst(pats)
     pats = []
     for p in range(-(-B4 // NT)):
@@ -73,8 +74,12 @@ def bank_report(tile: GpuTile) -> dict:
     pa, pb = [], []
     for w0 in range(0, NT, WARP_SIZE):
         lanes = range(w0, w0 + WARP_SIZE)
+        if rowa:                         # a float4 of 4 k per row of the thread tile
+            for kq in range(QPR):
+                for i in range(t.tm):
+                    pa.append(([lay.a_index(4 * kq, t.thread_rows(tid)[i]) for tid in lanes], 4))
         for k in range(BK):
-            for i in range(0, t.tm, t.gm):
+            for i in range(0 if not rowa else t.tm, t.tm, t.gm):
                 width = min(t.gm, 4) if t.gm in (1, 2, 4) else 1
                 for i0 in range(i, i + t.gm, width):
                     pa.append(([lay.a_index(k, t.thread_rows(tid)[i0]) for tid in lanes], width))

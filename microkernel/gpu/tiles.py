@@ -37,6 +37,8 @@ A_PAD = 4
 WARP_SIZE = 32
 
 _LAYOUTS = ("vec4", "contiguous")
+#: How the warp-tiled kernel stages A and B (:attr:`GpuTile.copy`).
+_COPIES = ("regs", "async", "async16")
 
 
 #: The warp-tiled kernel's split-K arrival count in shared memory (a uint32 the block's
@@ -73,6 +75,18 @@ class SharedLayout:
     hit 32 different banks (no conflict), and every k-row still starts on a
     16-byte boundary for the float4 fragment loads. B is stored as is
     (``k*b_row + n``), written and read by float4.
+
+    With ``a_rows`` (= BM, the ``copy="async16"`` tiles) A is stored as it lies in
+    memory, k-contiguous, so that 16-byte ``cp.async`` copies can fill it: row m of the
+    block's A tile goes to row ``m // 4`` of quarter ``m % 4`` (rows interleaved by
+    4), element (k, m) at ``(m % 4)*a_quarter + (m // 4)*a_row + k`` with ``a_row =
+    BK + 4`` and ``a_quarter = (BM // 4)*a_row + BK % 32`` floats. A thread's rows in
+    a fragment group are 4 consecutive m (``gm = 4``), so its 4 float4 loads of a
+    group read the 4 quarters at one offset. The 16-byte copies of a quarter-warp
+    (one 128-bit phase) cover 32 // BK consecutive rows of A, one per quarter: the
+    ``BK % 32`` floats between quarters put those rows' BK floats in distinct banks
+    (for BM a multiple of 32), one wavefront per phase (checked by
+    :func:`microkernel.gpu.simt_banks.bank_report`).
     """
     a_row: int        # floats between consecutive k rows of the A stage
     a_skew: int       # extra offset per group of 4 k rows
@@ -80,12 +94,20 @@ class SharedLayout:
     b_row: int
     b_stage: int
     stages: int
+    a_rows: int = 0   # 0: A transposed (k-major); BM: A k-contiguous, rows interleaved
 
     @property
     def floats(self) -> int:
         return self.stages * (self.a_stage + self.b_stage)
 
+    @property
+    def a_quarter(self) -> int:
+        """Floats between the quarters of a k-contiguous A stage (0 when transposed)."""
+        return (self.a_rows // 4) * self.a_row + (self.a_row - 4) % 32 if self.a_rows else 0
+
     def a_index(self, k: int, m: int) -> int:
+        if self.a_rows:
+            return (m % 4) * self.a_quarter + (m // 4) * self.a_row + k
         return k * self.a_row + (k // 4) * self.a_skew + m
 
     def b_index(self, k: int, n: int) -> int:
@@ -134,12 +156,15 @@ class GpuTile:
         ``bk`` a multiple of 4 up to 32, ``index == "u32"``; the kernel is the
         warp-tiled one of :mod:`microkernel.gpu.simt` (float4 global loads, A
         transposed and skewed in shared memory, k loop fully unrolled, split-K).
-    copy : {"regs", "async"}
+    copy : {"regs", "async", "async16"}
         How the warp-tiled kernel stages A and B: through registers (global loads,
         then shared stores; default), or with ``cp.async`` copies straight into
-        shared memory (sm_80+; :mod:`microkernel.gpu.async_copy`): A by 4-byte
-        copies into its transposed layout, B by 16-byte copies, ``stages - 1`` k
-        blocks in flight (the multistage pipeline of CUTLASS's sm80 GEMMs).
+        shared memory (sm_80+; :mod:`microkernel.gpu.async_copy`), ``stages - 1`` k
+        blocks in flight (the multistage pipeline of CUTLASS's sm80 GEMMs): "async"
+        copies A by 4 bytes into its transposed layout, "async16" by 16 bytes into
+        a k-contiguous one (:class:`SharedLayout` ``a_rows``; needs ``tm % 4 == 0``
+        and the vec4 layout), whose fragments are then read 4 k at a time; B by
+        16-byte copies in both.
     group_m : int
         Block rasterization of the warp-tiled kernel: consecutive blocks walk
         ``group_m`` block rows down a column of blocks before moving right, so that
@@ -197,17 +222,21 @@ class GpuTile:
             raise ValueError(f"pipeline must be a bool, got {self.pipeline!r}")
         if self.index not in ("u32", "i64"):
             raise ValueError(f"index must be 'u32' or 'i64', got {self.index!r}")
-        if self.copy not in ("regs", "async"):
-            raise ValueError(f"copy must be 'regs' or 'async', got {self.copy!r}")
+        if self.copy not in _COPIES:
+            raise ValueError(f"copy must be one of {_COPIES}, got {self.copy!r}")
         if not isinstance(self.group_m, numbers.Integral) or not 1 <= self.group_m <= 64:
             raise ValueError(f"group_m must be an integer in 1..64, got {self.group_m!r}")
         if self.group_m > 1 and not self.wm:
             raise ValueError("group_m > 1 needs a warp tile (the warp-tiled kernel)")
-        if self.copy == "async":
+        if self.copy != "regs":
             if not self.wm:
-                raise ValueError("copy='async' needs a warp tile (the warp-tiled kernel)")
+                raise ValueError(f"copy={self.copy!r} needs a warp tile (the warp-tiled kernel)")
             if self.stages not in (2, 3, 4):
-                raise ValueError(f"copy='async' needs stages 2, 3 or 4, got {self.stages!r}")
+                raise ValueError(f"copy={self.copy!r} needs stages 2, 3 or 4, got {self.stages!r}")
+            if self.copy == "async16" and (self.tm % 4 or self.layout != "vec4"):
+                raise ValueError("copy='async16' reads A's fragments by rows in groups of 4: "
+                                 f"it needs tm % 4 == 0 and layout='vec4', got tm={self.tm}, "
+                                 f"layout={self.layout!r}")
         elif self.stages not in (1, 2):
             raise ValueError(f"stages must be 1 or 2, got {self.stages!r}")
         if self.wm or self.wn:
@@ -307,6 +336,10 @@ class GpuTile:
         """The warp-tiled kernel's :class:`SharedLayout` (None for the original)."""
         if not self.warp_tiled:
             return None
+        if self.copy == "async16":
+            a_row = self.bk + 4
+            return SharedLayout(a_row, 0, 4 * ((self.bm // 4) * a_row + self.bk % 32), self.bn,
+                                self.bk * self.bn, self.stages, a_rows=self.bm)
         qpr = self.bk // 4
         a_row = -(-self.bm // 8) * 8
         a_skew = WARP_SIZE // qpr if qpr > 1 else 0
@@ -326,7 +359,7 @@ class GpuTile:
     @property
     def name(self) -> str:
         """``gpu_<tm>x<tn>_b<bm>x<bn>x<bk>`` (+ ``_w<wm>x<wn>``, ``_contig``, ``_s<n>``,
-        ``_i64``, ``_p2``, ``_mb<n>``, ``_cpa``, ``_g<n>`` when not the default)."""
+        ``_i64``, ``_p2``, ``_mb<n>``, ``_cpa`` / ``_cp16``, ``_g<n>`` when not the default)."""
         s = f"gpu_{self.tm}x{self.tn}_b{self.bm}x{self.bn}x{self.bk}"
         if self.wm:
             s += f"_w{self.wm}x{self.wn}"
@@ -342,6 +375,8 @@ class GpuTile:
             s += f"_mb{self.min_blocks}"
         if self.copy == "async":
             s += "_cpa"
+        elif self.copy == "async16":
+            s += "_cp16"
         if self.group_m > 1:
             s += f"_g{self.group_m}"
         return s
