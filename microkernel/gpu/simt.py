@@ -286,16 +286,28 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
                 if guard:
                     s.ind -= 1
 
+    def b_frag(k: int):
+        """The thread's TN values of B at step k of the stage into rb (loops form)."""
+        s(f"for j in range({uTN}):")
+        with s.block():
+            s(f"rb[j] = Bs[pb + ({u(lay.b_index(k, 0))} + (j // {uGN}) * {uSN} + "
+              f"j % {uGN})]")
+
+    def fma_loops(a: str):
+        """acc[i, j] += a * rb[j], a the A operand of row i (loops form)."""
+        s(f"for i in range({uTM}):")
+        with s.block():
+            s(f"for j in range({uTN}):")
+            with s.block():
+                s(f"acc[i, j] = cuda.fma({a}, rb[j], acc[i, j])")
+
     def frag(k: int, slot: int):
         if loops:
             s(f"for i in range({uTM}):")
             with s.block():
                 s(f"ra[i] = As[pa + ({u(lay.a_index(k, 0))} + (i // {uGM}) * {uSM} + "
                   f"i % {uGM})]")
-            s(f"for j in range({uTN}):")
-            with s.block():
-                s(f"rb[j] = Bs[pb + ({u(lay.b_index(k, 0))} + (j // {uGN}) * {uSN} + "
-                  f"j % {uGN})]")
+            b_frag(k)
             return
         for i in range(t.tm):
             s(f"a{slot}_{i} = As[pa + {u(lay.a_index(k, rows[i]))}]")
@@ -304,11 +316,7 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
 
     def fmas(slot: int):
         if loops:
-            s(f"for i in range({uTM}):")
-            with s.block():
-                s(f"for j in range({uTN}):")
-                with s.block():
-                    s("acc[i, j] = cuda.fma(ra[i], rb[j], acc[i, j])")
+            fma_loops("ra[i]")
             return
         for i in range(t.tm):
             for j in range(t.tn):
@@ -317,7 +325,7 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     def compute():
         if rowa:
             from .simt_async import compute_rowa
-            compute_rowa(s, u, t, lay)
+            compute_rowa(s, u, t, lay, b_frag, fma_loops)
             return
         s("pa = uint32(oa + am)")
         s("pb = uint32(ob + bn)")

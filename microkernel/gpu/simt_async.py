@@ -145,16 +145,16 @@ def main_loop(s, u, t, lay, compute, npass_a: int, npass_b: int, total_a: int,
     s("cp_wait0()                             # nothing in flight past the loop")
 
 
-def compute_rowa(s, u, t, lay) -> None:
+def compute_rowa(s, u, t, lay, b_frag, fma_loops) -> None:
     """Emit the FMAs of the stage at offsets ``oa``, ``ob`` for a k-contiguous A
     (``SharedLayout.a_rows``): per 4 k, the thread's TM rows of A as one float4 each
     into ``r4`` (row ``am + (i // 4)*SM + i % 4`` lies in quarter ``i % 4`` at row
     ``am/4 + (i // 4)*(SM/4)``, :meth:`SharedLayout.a_index`), then
-    for each of those k its TN values of B (as the transposed kernel loads them) and
-    the TM x TN FMAs. ``r4``, ``rb`` and ``acc`` are the kernel's local arrays; the
-    loops are constant-trip (NVVM unrolls them and keeps the arrays in registers)."""
-    GM, GN = t.gm, t.gn
-    sm, sn = t.lm * GM, t.ln * GN                 # stride between a lane's groups
+    for each of those k its TN values of B and the TM x TN FMAs, by the kernel's own
+    emitters ``b_frag(k)`` and ``fma_loops(a)`` (:func:`microkernel.gpu.simt.
+    kernel_source`). ``r4``, ``rb`` and ``acc`` are the kernel's local arrays; the loops
+    are constant-trip (NVVM unrolls them and keeps the arrays in registers)."""
+    sm = t.lm * t.gm                              # stride between a lane's row groups
     c1 = lay.a_quarter                            # i % 4: a quarter of the stage
     c2 = (sm // 4) * lay.a_row                    # i // 4: the next group of rows
     s(f"pa = uint32(oa + (am // {u(4)}) * {u(lay.a_row)})")
@@ -166,13 +166,5 @@ def compute_rowa(s, u, t, lay) -> None:
             for c in range(4):
                 s(f"r4[i, {c}] = As[q + {u(c)}]")
         for kk in range(4):
-            k = 4 * kq + kk
-            s(f"for j in range({u(t.tn)}):")
-            with s.block():
-                s(f"rb[j] = Bs[pb + ({u(lay.b_index(k, 0))} + (j // {u(GN)}) * {u(sn)} + "
-                  f"j % {u(GN)})]")
-            s(f"for i in range({u(t.tm)}):")
-            with s.block():
-                s(f"for j in range({u(t.tn)}):")
-                with s.block():
-                    s(f"acc[i, j] = cuda.fma(r4[i, {kk}], rb[j], acc[i, j])")
+            b_frag(4 * kq + kk)
+            fma_loops(f"r4[i, {kk}]")
