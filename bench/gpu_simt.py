@@ -96,7 +96,7 @@ def scan_extra():
     cycles per issued instruction, 0.35 of them barrier and 0.38 global-load stalls,
     against Triton's 2.75 and 0.08 / < 0.08 (``bench/results/h200/profile/profile_1024.md``).
     Timed the same evening (``simt_scan_cp16``): correct, the stalls gone, but at 1024^3
-    the best took 59.6 us against the planner's 58.6, and 8-30% more at 4096^3 / 8192^3;
+    the best took 59.6 us against the planner's 58.6, and 8-31% more at 4096^3 / 8192^3;
     faster only at 3072x1500x1024 (2%). Not in AUTO_TILES.
 
     Timed here before and not kept (``bench/results/h200/``): the 128 x 128 block at BK
