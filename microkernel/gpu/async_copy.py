@@ -20,10 +20,12 @@ with inline PTX, as :mod:`microkernel.gpu.intrinsics` does for ``ld.global.nc``)
   of the block only after a barrier (``cuda.syncthreads()``) that follows the wait.
 
 The shared address comes from the generic address of the element (``cvta.to.shared``),
-the global one likewise (``cvta.to.global``). Each asm statement clobbers memory, so
-that LLVM moves no shared-memory access across it. The caller guarantees the contract
-of the 16-byte form: ``di`` and ``si`` multiples of 4 with 16-byte aligned data (the
-kernel's float4 variant; :func:`microkernel.gpu.front.gemm` checks the operands).
+the global one likewise (``cvta.to.global``). Each copy, commit and wait clobbers
+memory, so that LLVM moves no shared-memory access across it; the address functions
+are pure (no clobber). The caller guarantees the contract of the 16-byte forms: ``di``
+and ``si`` multiples of 4 with 16-byte aligned data (the kernel's float4 variant;
+:func:`microkernel.gpu.front.gemm` checks the operands), and for
+:func:`cp_async16_at` byte addresses that are multiples of 16.
 
 Under the CUDA simulator the kernels use :data:`SIM`: the copy is done at once (the
 waits and commits do nothing), and the 16-byte form asserts the alignment contract.

@@ -23,11 +23,14 @@ SIMT path: ``MmaSimt``, 128x128x8 threadblocks of 32x64 warps):
   alignment). When the tile divides the problem (M % BM == N % BN == K % BK == 0)
   the *exact* variant (``exact=True``, float4) has no load guards at all: it
   runs the k loop one block short with unconditional loads and computes the
-  last block after it, so no load reaches past A, B or the split. ptxas 13.0
+  last block after it, so no load reaches past A, B or the split (the
+  ``copy="async16"`` tiles' exact variant instead drops their copies' guards,
+  :mod:`microkernel.gpu.simt_async`). ptxas 13.0
   (sm_90) then issues 4-10% fewer instructions per k block; on the H200 it took
   0.913-0.999 of the vec time for three of the five AUTO tiles and up to 1.060
   for the 8x16 one (:data:`EXACT_SLOWER`).
-* **A transposed into shared memory**, k-major, so that a lane's TM values of A
+* **A transposed into shared memory** (but for ``copy="async16"``, which keeps A
+  k-contiguous: :mod:`microkernel.gpu.simt_async`), k-major, so that a lane's TM values of A
   at one k are contiguous; the transposing stores are conflict-free thanks to
   the skewed layout of :class:`~microkernel.gpu.tiles.SharedLayout` (checked
   by :func:`bank_report`).
@@ -132,8 +135,10 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     kslice)`` for ``tile`` (float4 global accesses when ``vec``; the k steps of a
     stage unrolled, the TM x TN products as loops over local arrays when ``loops``,
     default :data:`LOOPS`, else as scalar statements; see the module docstring).
-    ``exact``: the guard-free variant for problems the tile divides (float4 only,
-    register staging in two stages, see the module docstring). Raises ValueError
+    ``exact``: the guard-free variant for problems the tile divides (float4 only;
+    register staging in two stages or ``copy="async16"``, see the module docstring
+    and :mod:`microkernel.gpu.simt_async`). ``copy="async16"`` tiles always get the
+    loops form (``loops`` is ignored for them). Raises ValueError
     for a tile without a warp tile, or for ``exact`` with ``vec=False``, with
     ``copy="async"``, or with register staging in one stage."""
     t = tile
@@ -180,7 +185,8 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     s("if ke > kb and alpha != 0:              # alpha == 0: A and B are not read")
     with s.block():
         s(f"nk = (ke - kb + {u(BK - 1)}) // {u(BK)}")
-    s(f"As = cuda.shared.array({t.stages * lay.a_stage}, float32{ALIGN})   # A^T, skewed")
+    s(f"As = cuda.shared.array({t.stages * lay.a_stage}, float32{ALIGN})   # "
+      + ("A, rows interleaved by 4" if rowa else "A^T, skewed"))
     s("last = cuda.shared.array(1, uint32)      # split-K: the tile's arrival count")
     s(f"Bs = cuda.shared.array({t.stages * lay.b_stage}, float32{ALIGN})")
     s(f"warp = tid // {u(WARP_SIZE)}")
@@ -202,7 +208,7 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
             if part:
                 s(f"sv{x}{p} = {f} < {u(total)}")
             s(f"s{x}{p} = uint32({shared(p)})")
-            if vec:
+            if vec and t.copy == "regs":   # the cp.async loops form their own
                 s(f"g{x}{p} = uint32({glob(p)})")
 
     a_shared = ((lambda p: f"(ar{p} % {u(4)}) * {u(lay.a_quarter)} + (ar{p} // {u(4)}) * "
@@ -213,15 +219,16 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     coords("b", PB, B4, BN4, "br", "bc", lambda p: f"col0 + bc{p} < N",
            lambda p: f"br{p} * {u(lay.b_row)} + bc{p}",
            lambda p: f"(kb + br{p}) * N + col0 + bc{p}")
-    if vec:
+    if vec and t.copy == "regs":
         s(f"BKN = uint32({u(BK)} * N)")
     uTM, uTN, uGM, uGN = u(t.tm), u(t.tn), u(t.gm), u(t.gn)
     uSM, uSN = u(t.lm * t.gm), u(t.ln * t.gn)       # stride between a lane's groups
     if loops:
         s(f"acc = cuda.local.array(({t.tm}, {t.tn}), float32)   # the register tile")
-        s(f"ra = cuda.local.array({t.tm}, float32)")
         if rowa:
             s(f"r4 = cuda.local.array(({t.tm}, 4), float32)   # A: 4 k of each row")
+        else:
+            s(f"ra = cuda.local.array({t.tm}, float32)")
         s(f"rb = cuda.local.array({t.tn}, float32)")
         s(f"for i in range({uTM}):")
         with s.block():
@@ -519,11 +526,12 @@ def variant_for(tile: GpuTile, m: int, n: int, k: int, vec: bool) -> str:
     """The variant a launch of ``tile`` on an m x n x k problem runs: "exact" when
     float4 loads are allowed (``vec``), the tile has the exact variant
     (:func:`has_exact`), divides the problem (m % bm == n % bn == k % bk == 0) and
-    is not in :data:`EXACT_SLOWER`; else "vec" or "scalar"."""
+    is not in :data:`EXACT_SLOWER` (register-staged tiles only: that list was
+    measured on them); else "vec" or "scalar"."""
     if not vec:
         return "scalar"
     divides = m % tile.bm == 0 and n % tile.bn == 0 and k % tile.bk == 0
-    faster = (tile.tm, tile.tn, tile.bm, tile.bn) not in EXACT_SLOWER
+    faster = tile.copy != "regs" or (tile.tm, tile.tn, tile.bm, tile.bn) not in EXACT_SLOWER
     return "exact" if divides and faster and has_exact(tile) else "vec"
 
 

@@ -94,11 +94,6 @@ def main_loop(s, u, t, lay, compute, npass_a: int, npass_b: int, total_a: int,
             return
         for p in range(npass_a):
             with guarded("a", p, npass_a, total_a):
-                if rowa and vec:
-                    ok = f"va{p} & (k0 + aq{p} < ke)"
-                    s(f"cp_async16(As, {sa_off} + sa{p}, A, cuda.selp({ok}, uint32(ha{p} + k0), "
-                      f"{u(0)}), cuda.selp({ok}, {u(16)}, {u(0)}))")
-                    continue
                 for c in range(4):
                     ok = f"va{p} & (k0 + aq{p} + {u(c)} < ke)"
                     copy4(f"As, {sa_off} + sa{p} + {u(c if rowa else c * lay.a_row)}", "A", ok,
@@ -121,9 +116,33 @@ def main_loop(s, u, t, lay, compute, npass_a: int, npass_b: int, total_a: int,
             issue(u(st))
         s("cp_commit()")
         s(f"k0 += {u(BK)}")
+    s(f"kn = {u(S - 1)}                          # the block the next copies are of")
+    if rowa:
+        # the loop unrolled S times: stage kt % S is a constant in each copy of the
+        # body, so are the shared offsets of its loads and copies (ptxas folds them
+        # into the instructions instead of computing each address)
+        s(f"for kt0 in range({u(0)}, nk, {u(S)}):")
+        with s.block():
+            for r in range(S):
+                if r:
+                    s(f"if kt0 + {u(r)} < nk:")
+                    s.ind += 1
+                s(f"cp_wait{S - 2}()                  # block kt's copies (this thread's)")
+                s("cuda.syncthreads()             # ... everyone's; block kt-1 done")
+                s("if kn < nk:")
+                with s.block():
+                    issue(u((r + S - 1) % S))
+                s("cp_commit()")
+                s(f"k0 += {u(BK)}")
+                s(f"kn += {u(1)}")
+                s(f"oa = {u(r * lay.a_stage)}")
+                s(f"ob = {u(r * lay.b_stage)}")
+                compute()
+            s.ind -= S - 1
+        s("cp_wait0()                             # nothing in flight past the loop")
+        return
     s(f"cs = {u(0)}                          # the stage of block kt")
     s(f"ns = {u(S - 1)}                          # the stage block kt+S-1 goes into")
-    s(f"kn = {u(S - 1)}")
     s("for kt in range(nk):")
     with s.block():
         s(f"cp_wait{S - 2}()                      # block kt's copies (this thread's)")

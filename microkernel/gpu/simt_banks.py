@@ -79,7 +79,9 @@ def bank_report(tile: GpuTile) -> dict:
                 for i in range(t.tm):
                     pa.append(([lay.a_index(4 * kq, t.thread_rows(tid)[i]) for tid in lanes], 4))
         for k in range(BK):
-            for i in range(0 if not rowa else t.tm, t.tm, t.gm):
+            for i in range(0, t.tm, t.gm):
+                if rowa:                 # (read 4 k at a time above)
+                    break
                 width = min(t.gm, 4) if t.gm in (1, 2, 4) else 1
                 for i0 in range(i, i + t.gm, width):
                     pa.append(([lay.a_index(k, t.thread_rows(tid)[i0]) for tid in lanes], width))

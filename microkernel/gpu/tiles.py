@@ -27,7 +27,7 @@ import dataclasses
 import math
 import numbers
 
-__all__ = ["GpuTile", "DEFAULT_TILE", "LEGACY_TILE", "max_registers", "A_PAD",
+__all__ = ["GpuTile", "DEFAULT_TILE", "LEGACY_TILE", "max_registers", "A_PAD", "ASYNC16_BK",
            "WARP_SIZE", "SharedLayout", "warp_for", "parse_warp"]
 
 #: Padding (floats) added to each k-row of the transposed A tile in shared memory
@@ -39,6 +39,10 @@ WARP_SIZE = 32
 _LAYOUTS = ("vec4", "contiguous")
 #: How the warp-tiled kernel stages A and B (:attr:`GpuTile.copy`).
 _COPIES = ("regs", "async", "async16")
+#: The BK of a ``copy="async16"`` tile: those whose 16-byte copies of A the bank model
+#: (:func:`microkernel.gpu.simt_banks.bank_report`) finds conflict-free (BK 4 takes 8
+#: wavefronts where 4 would do, BK 20 and 28 take 5).
+ASYNC16_BK = (8, 12, 16, 24, 32)
 
 
 #: The warp-tiled kernel's split-K arrival count in shared memory (a uint32 the block's
@@ -59,6 +63,12 @@ def _vec_group(t: int, layout: str) -> int:
 def _positive(name, v):
     if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
         raise ValueError(f"GpuTile.{name} must be a positive integer, got {v!r}")
+
+
+def _rowa_quarter(rows: int, a_row: int) -> int:
+    """Floats per quarter of a k-contiguous A stage of ``rows`` rows of ``a_row`` floats
+    (``a_row - 4`` = BK k each): BK % 32 floats of pad after its rows (SharedLayout)."""
+    return (rows // 4) * a_row + (a_row - 4) % 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +95,8 @@ class SharedLayout:
     group read the 4 quarters at one offset. The 16-byte copies of a quarter-warp
     (one 128-bit phase) cover 32 // BK consecutive rows of A, one per quarter: the
     ``BK % 32`` floats between quarters put those rows' BK floats in distinct banks
-    (for BM a multiple of 32), one wavefront per phase (checked by
+    (for BM a multiple of 32 and BK in :data:`ASYNC16_BK`), one wavefront per phase
+    (checked by
     :func:`microkernel.gpu.simt_banks.bank_report`).
     """
     a_row: int        # floats between consecutive k rows of the A stage
@@ -103,7 +114,7 @@ class SharedLayout:
     @property
     def a_quarter(self) -> int:
         """Floats between the quarters of a k-contiguous A stage (0 when transposed)."""
-        return (self.a_rows // 4) * self.a_row + (self.a_row - 4) % 32 if self.a_rows else 0
+        return _rowa_quarter(self.a_rows, self.a_row) if self.a_rows else 0
 
     def a_index(self, k: int, m: int) -> int:
         if self.a_rows:
@@ -237,6 +248,9 @@ class GpuTile:
                 raise ValueError("copy='async16' reads A's fragments by rows in groups of 4: "
                                  f"it needs tm % 4 == 0 and layout='vec4', got tm={self.tm}, "
                                  f"layout={self.layout!r}")
+            if self.copy == "async16" and self.bk not in ASYNC16_BK:
+                raise ValueError(f"copy='async16' needs bk in {ASYNC16_BK} (with the others "
+                                 f"A's 16-byte copies conflict in shared memory), got {self.bk}")
         elif self.stages not in (1, 2):
             raise ValueError(f"stages must be 1 or 2, got {self.stages!r}")
         if self.wm or self.wn:
@@ -338,7 +352,7 @@ class GpuTile:
             return None
         if self.copy == "async16":
             a_row = self.bk + 4
-            return SharedLayout(a_row, 0, 4 * ((self.bm // 4) * a_row + self.bk % 32), self.bn,
+            return SharedLayout(a_row, 0, 4 * _rowa_quarter(self.bm, a_row), self.bn,
                                 self.bk * self.bn, self.stages, a_rows=self.bm)
         qpr = self.bk // 4
         a_row = -(-self.bm // 8) * 8
