@@ -117,30 +117,6 @@ def main_loop(s, u, t, lay, compute, npass_a: int, npass_b: int, total_a: int,
         s("cp_commit()")
         s(f"k0 += {u(BK)}")
     s(f"kn = {u(S - 1)}                          # the block the next copies are of")
-    if rowa:
-        # the loop unrolled S times: stage kt % S is a constant in each copy of the
-        # body, so are the shared offsets of its loads and copies (ptxas folds them
-        # into the instructions instead of computing each address)
-        s(f"for kt0 in range({u(0)}, nk, {u(S)}):")
-        with s.block():
-            for r in range(S):
-                if r:
-                    s(f"if kt0 + {u(r)} < nk:")
-                    s.ind += 1
-                s(f"cp_wait{S - 2}()                  # block kt's copies (this thread's)")
-                s("cuda.syncthreads()             # ... everyone's; block kt-1 done")
-                s("if kn < nk:")
-                with s.block():
-                    issue(u((r + S - 1) % S))
-                s("cp_commit()")
-                s(f"k0 += {u(BK)}")
-                s(f"kn += {u(1)}")
-                s(f"oa = {u(r * lay.a_stage)}")
-                s(f"ob = {u(r * lay.b_stage)}")
-                compute()
-            s.ind -= S - 1
-        s("cp_wait0()                             # nothing in flight past the loop")
-        return
     s(f"cs = {u(0)}                          # the stage of block kt")
     s(f"ns = {u(S - 1)}                          # the stage block kt+S-1 goes into")
     s("for kt in range(nk):")
