@@ -32,6 +32,17 @@ if "microkernel" not in sys.modules:           # bypass microkernel/__init__ (cf
     sys.modules["microkernel"] = _pkg
 
 
+def write_out(stem: str, data, md: str) -> None:
+    """``$OUT/<stem>.json`` (data) and ``$OUT/<stem>.md`` (md; default ./out), and md
+    printed."""
+    import json
+    out = pathlib.Path(os.environ.get("OUT") or "out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(data, indent=1))
+    (out / f"{stem}.md").write_text(md)
+    print(md)
+
+
 def nvidia_smi():
     """nvidia-smi's driver version, SM clocks (current, max) and power limit, one CSV
     line per GPU; None where nvidia-smi is missing or fails."""

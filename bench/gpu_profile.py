@@ -28,15 +28,13 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import os
-import pathlib
 import shutil
 import subprocess
 import sys
 
 os.environ["CUPY_TF32"] = "0"                    # full fp32 cuBLAS
-from _gpu_common import nvidia_smi  # noqa: E402
+from _gpu_common import nvidia_smi, write_out  # noqa: E402
 
 #: Nsight Compute sections collected (their metrics come back on the raw page).
 SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SchedulerStats",
@@ -199,12 +197,7 @@ def main(argv=None) -> int:
         worker(args, args.worker)
         return 0
     r = profile(args)
-    out = pathlib.Path(os.environ.get("OUT", "out"))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu_profile.json").write_text(json.dumps(r, indent=1))
-    md = render(r)
-    (out / "gpu_profile.md").write_text(md)
-    print(md)
+    write_out("gpu_profile", r, render(r))
     return 0
 
 

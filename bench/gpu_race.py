@@ -20,13 +20,11 @@ and ``$OUT/gpu_race.md``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import pathlib
 import statistics
 import sys
 
 import gpu_simt  # noqa: F401  (sets CUPY_TF32=0 and the numba environment first)
+from _gpu_common import write_out
 from gpu_profile import _tile_by_name
 from gpu_simt import Timer, interleaved, make_triton, reference_and_bound
 
@@ -109,12 +107,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     shapes = [tuple(int(x) for x in s.split("x")) for s in (args.shape or ["1024x1024x1024"])]
     rows = [race(sh, args.tile, args.rounds) for sh in shapes]
-    out = pathlib.Path(os.environ.get("OUT", "out"))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu_race.json").write_text(json.dumps(rows, indent=1))
-    md = render(rows)
-    (out / "gpu_race.md").write_text(md)
-    print(md)
+    write_out("gpu_race", rows, render(rows))
     return 0
 
 

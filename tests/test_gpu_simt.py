@@ -300,6 +300,11 @@ def test_variant_choice():
     sq = next(t for t in launch.AUTO_TILES if (t.bm, t.bn) == (128, 128))
     assert simt.variant_for(big, 4096, 4096, 4096, True) == "vec"
     assert simt.variant_for(sq, 4096, 4096, 4096, True) == "exact"
+    # ... a list measured on register-staged tiles: the same shapes with cp.async16 copies
+    # take their exact variant
+    for t in (GpuTile(8, 16, 128, 256, 8, wm=64, wn=64, stages=3, copy="async16"),
+              GpuTile(8, 8, 64, 128, 16, wm=32, wn=64, stages=3, copy="async16")):
+        assert simt.variant_for(t, 4096, 4096, 4096, True) == "exact"
 
 
 @pytest.mark.parametrize("m, n, split", [(80, 48, 1), (80, 48, 2), (16, 80, 1)])
