@@ -4,7 +4,8 @@
 Usage (on the device machine, from the repository root)::
 
     OUT=/path/to/out python3 bench/gpu_race.py --shape 1024x1024x1024 \\
-        --tile gpu_8x4_b64x64x16_w32x32_s4_mb2_cp16@1 [--tile NAME@S ...] [--rounds 9]
+        --tile gpu_8x4_b64x64x16_w32x32_s4_mb2_cp16@1 [--tile NAME@S ...] [--rounds 9] \\
+        [--baseline DIR ...]
 
 For each shape: every contender's C is checked against the float64 product with the
 bound of ``bench/gpu_simt.py`` (a contender outside it is reported and not timed);
@@ -16,6 +17,11 @@ per-round paired ratio against cuBLAS and against Triton with a bootstrap interv
 AUTO tile or a ``gpu_simt.scan_extra()`` tile at split S). For a quick answer to one
 question in far less time than ``gpu_simt.py`` takes; writes ``$OUT/gpu_race.json``
 and ``$OUT/gpu_race.md``.
+
+``--baseline DIR`` (repeatable): DIR holds the ``microkernel`` package of another
+commit (``git archive <commit> microkernel | tar -x -C DIR``); it is imported under a
+name of its own and its planner's plan races as the contender ``baseline:DIR``, so that
+a change to the kernel is timed against the code before it in the same rounds.
 """
 from __future__ import annotations
 
@@ -29,7 +35,22 @@ from gpu_profile import _tile_by_name
 from gpu_simt import Timer, interleaved, make_triton, reference_and_bound
 
 
-def race(shape, tiles, rounds: int) -> dict:
+def baseline_gemm(path: str, name: str):
+    """``front.gemm`` of the ``microkernel`` package under ``path``, imported as the
+    bare package ``name`` (its ``__init__`` bypassed, as _gpu_common does)."""
+    import importlib
+    import pathlib
+    import types
+    root = pathlib.Path(path, "microkernel")
+    if not (root / "gpu" / "front.py").is_file():
+        raise SystemExit(f"--baseline {path}: no microkernel/gpu/front.py there")
+    pkg = types.ModuleType(name)
+    pkg.__path__ = [str(root)]
+    sys.modules[name] = pkg
+    return importlib.import_module(f"{name}.gpu.front").gemm
+
+
+def race(shape, tiles, rounds: int, baselines=None) -> dict:
     import cupy as cp
     import numpy as np
     import torch
@@ -48,6 +69,8 @@ def race(shape, tiles, rounds: int) -> dict:
     calls = {"auto": lambda: front.gemm(dA, dB, dC),
              "cuBLAS": lambda: cp.matmul(cA, cB, out=cC),
              "Triton": lambda: trun(A, B, C)}
+    for nm, fn in (baselines or {}).items():
+        calls[nm] = lambda fn=fn: fn(dA, dB, dC)
     for spec in tiles:
         name, _, split = spec.partition("@")
         t = _tile_by_name(name)
@@ -104,9 +127,13 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", action="append", default=[])
     ap.add_argument("--tile", action="append", default=[])
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--baseline", metavar="DIR", action="append", default=[],
+                    help="race the planner of the microkernel package in DIR too")
     args = ap.parse_args(argv)
+    base = {f"baseline:{d}": baseline_gemm(d, f"mk_baseline{i}")
+            for i, d in enumerate(args.baseline)}
     shapes = [tuple(int(x) for x in s.split("x")) for s in (args.shape or ["1024x1024x1024"])]
-    rows = [race(sh, args.tile, args.rounds) for sh in shapes]
+    rows = [race(sh, args.tile, args.rounds, base) for sh in shapes]
     write_out("gpu_race", rows, render(rows))
     return 0
 

@@ -38,6 +38,8 @@ T_NA = GpuTile(2, 2, 8, 32, 8, wm=8, wn=16, layout="contiguous", stages=2, copy=
 T_MR = GpuTile(4, 2, 32, 16, 8, wm=16, wn=16, stages=3, copy="async16")
 #: T_M with grouped rasterization: 3 block rows per group (gpu/raster.py).
 T_MG = GpuTile(2, 2, 16, 16, 4, wm=8, wn=16, group_m=3)
+#: 2x4 thread tiles (groups of 4 along N): C stored and split-K summed by float4s.
+T_M4 = GpuTile(2, 4, 16, 32, 4, wm=8, wn=32)
 
 
 def _operands(m, n, k, seed):
@@ -350,7 +352,7 @@ def test_shared_layout_is_conflict_free():
 
 # -- split-K --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("tile", [T_M, T_MA], ids=lambda t: t.name)
+@pytest.mark.parametrize("tile", [T_M, T_MA, T_M4], ids=lambda t: t.name)
 @pytest.mark.parametrize("m, n, k, split, alpha, beta", [
     (20, 36, 64, 3, 1.0, 0.0),       # kslice 24: splits of 24, 24, 16
     (17, 33, 29, 2, -1.5, 0.5),      # K % 4 != 0: scalar variant, last split 13
@@ -369,6 +371,52 @@ def test_split_k(m, n, k, split, alpha, beta, tile):
     assert p.kslice == -(-(-(-k // split)) // 4) * 4     # ceil(k/split) rounded up to bk
     assert np.all(np.abs(outs[0] - _ref(A, B, C0, alpha, beta)) <= _bound(A, B, C0, alpha, beta))
     assert np.array_equal(outs[0], outs[1])             # bit-identical repeat
+
+
+class _GridOrder:
+    """numpy as the simulator's kernel module sees it, but ``ndindex`` over a 3-D
+    launch grid yields the blocks in a given order (the simulator otherwise runs them
+    in index order, so a tile's split z = S - 1 would always come last)."""
+
+    def __init__(self, order):
+        self.order = order
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    def ndindex(self, *dims):
+        pts = list(np.ndindex(*dims))
+        if len(dims) != 3 or dims[2] == 1 or dims == (1, 1, 1):
+            return iter(pts)
+        if self.order == "reversed":
+            return iter(pts[::-1])
+        return iter([pts[i] for i in np.random.default_rng(5).permutation(len(pts))])
+
+
+@pytest.mark.skipif(not SIM, reason="reorders the simulator's blocks")
+@pytest.mark.parametrize("tile, split", [(T_M, 2), (T_M4, 2), (T_N, 3), (T_M4, 4)],
+                         ids=lambda v: getattr(v, "name", str(v)))
+def test_split_k_result_does_not_depend_on_which_block_comes_last(tile, split, monkeypatch):
+    """With the blocks run in index order (split S - 1 last), reversed (split 0 last)
+    and shuffled (a middle split last in some tiles) the result is bit-identical and
+    within the bound, and the counts end at zero: the tile's last block sums the
+    partials in the fixed order W_0 + W_1 + ..., whichever it is. 40 x 36 in 16 x 16
+    (T_M), 8 x 32 (T_N) or 16 x 32 (T_M4, float4 stores) tiles, k = 96."""
+    from numba.cuda.simulator import kernel as simkernel
+    m, n, k = 40, 36, 96
+    A, B, C0 = _operands(m, n, k, 23)
+    outs = []
+    for order in (None, "reversed", "shuffled"):
+        if order:
+            monkeypatch.setattr(simkernel, "np", _GridOrder(order))
+        dC = cuda.to_device(C0)
+        front.gemm(cuda.to_device(A), cuda.to_device(B), dC, alpha=1.25, beta=-0.5,
+                   tile=tile, split=split)
+        outs.append(dC.copy_to_host())
+        r = launch.runner(m, n, k, tile, split, "vec", False, True, launch.device_limits())
+        assert not r.T.copy_to_host().any()
+    assert np.all(np.abs(outs[0] - _ref(A, B, C0, 1.25, -0.5)) <= _bound(A, B, C0, 1.25, -0.5))
+    assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], outs[2])
 
 
 def test_split_k_last_block_of_each_tile_writes_it_and_zeroes_its_count():
