@@ -26,10 +26,18 @@ if ROW_STACK_SHIM:                             # numba-cuda 0.30.4 vs numpy >= 2
 
 #: The repository root.
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def bare_package(name: str, root) -> None:
+    """Register ``name`` as a package rooted at the directory ``root`` without running
+    its ``__init__``: its submodules import as ``name.gpu.front`` and so on."""
+    pkg = types.ModuleType(name)
+    pkg.__path__ = [str(root)]
+    sys.modules[name] = pkg
+
+
 if "microkernel" not in sys.modules:           # bypass microkernel/__init__ (cffi)
-    _pkg = types.ModuleType("microkernel")
-    _pkg.__path__ = [str(ROOT / "microkernel")]
-    sys.modules["microkernel"] = _pkg
+    bare_package("microkernel", ROOT / "microkernel")
 
 
 def write_out(stem: str, data, md: str) -> None:

@@ -30,7 +30,7 @@ import statistics
 import sys
 
 import gpu_simt  # noqa: F401  (sets CUPY_TF32=0 and the numba environment first)
-from _gpu_common import write_out
+from _gpu_common import bare_package, write_out
 from gpu_profile import _tile_by_name
 from gpu_simt import Timer, interleaved, make_triton, reference_and_bound
 
@@ -40,13 +40,10 @@ def baseline_gemm(path: str, name: str):
     bare package ``name`` (its ``__init__`` bypassed, as _gpu_common does)."""
     import importlib
     import pathlib
-    import types
     root = pathlib.Path(path, "microkernel")
     if not (root / "gpu" / "front.py").is_file():
         raise SystemExit(f"--baseline {path}: no microkernel/gpu/front.py there")
-    pkg = types.ModuleType(name)
-    pkg.__path__ = [str(root)]
-    sys.modules[name] = pkg
+    bare_package(name, root)
     return importlib.import_module(f"{name}.gpu.front").gemm
 
 

@@ -386,7 +386,7 @@ class _GridOrder:
 
     def ndindex(self, *dims):
         pts = list(np.ndindex(*dims))
-        if len(dims) != 3 or dims[2] == 1 or dims == (1, 1, 1):
+        if len(dims) != 3 or dims[2] == 1:            # not a split-K grid
             return iter(pts)
         if self.order == "reversed":
             return iter(pts[::-1])
