@@ -448,6 +448,67 @@ def test_split_k_beta0_nan_c_and_alpha0():
     assert (C2 == 3.0).all() and front.gemm.last_plan.split == 1
 
 
+@pytest.mark.parametrize("tile, m, n, k, split, beta", [
+    (T_M, 40, 36, 96, 3, -0.5),      # float4 reduction, C read
+    (T_M4, 20, 64, 64, 4, 0.0),      # float4, beta == 0 with NaN in C (not read)
+    (T_M, 17, 33, 29, 2, 1.0),       # K % 4 != 0: scalar partials and reduction
+    (T_MR, 48, 32, 64, 2, 2.0),      # cp.async tile (A k-contiguous in shared memory)
+], ids=lambda v: getattr(v, "name", str(v)))
+def test_split_k_reduction_kernel_matches_last_block(tile, m, n, k, split, beta):
+    """The two split-K forms (the general kernel's last-block reduction, one launch;
+    the partials kernel and then the reduction kernel, two launches) add the
+    partials in the same order: bit-identical C, within the float64 bound; the
+    partials kernel leaves the tile counts alone."""
+    A, B, C0 = _operands(m, n, k, 31)
+    if beta == 0:
+        C0[:] = np.nan
+    kern = front._resolve_tile(tile)
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    outs = {}
+    for reduce in ("last block", "kernel"):
+        dC = cuda.to_device(C0)
+        T = cuda.to_device(np.zeros(64, np.uint32))
+        kern.launch(dA, dB, dC, 0.75, beta, split=split, T=T, reduce=reduce)
+        outs[reduce] = dC.copy_to_host()
+        assert not T.copy_to_host().any()
+    ref_c = None if beta == 0 else C0
+    assert np.all(np.abs(outs["kernel"] - _ref(A, B, ref_c, 0.75, beta))
+                  <= _bound(A, B, ref_c, 0.75, beta))
+    assert np.array_equal(outs["kernel"], outs["last block"])
+    with pytest.raises(ValueError, match="reduce must be"):
+        kern.launch(dA, dB, dC, split=2, reduce="atomic")
+
+
+def test_partials_kernel_has_no_unsplit_epilogue_or_count():
+    general = simt.kernel_source(T_M)
+    part = simt.kernel_source(T_M, partials=True)
+    assert "cuda.atomic.add(T" in general and "if split:" in general
+    assert "cuda.atomic.add" not in part and "if split:" not in part
+    assert "X = C" not in part and "def sgemm_" in part and "_partials(" in part
+
+
+def test_planner_reduces_by_kernel_only_for_long_kernels(monkeypatch):
+    """A split plan predicted to take at least TWO_LAUNCH_MIN_S reduces in a kernel
+    of its own (its second launch hides behind the GPU time); shorter ones in the
+    last block; gemm() follows the plan either way, within the bound."""
+    p = launch.plan_launch(1024, 1024, 1024)
+    assert p.split > 1 and p.predicted_s >= launch.TWO_LAUNCH_MIN_S and p.reduce == "kernel"
+    p = launch.plan_launch(35, 700, 2048)
+    assert p.split > 1 and p.predicted_s < launch.TWO_LAUNCH_MIN_S
+    assert p.reduce == "last block" and "reduced by the last block" in p.summary()
+    assert launch.plan_launch(4096, 4096, 4096).reduce == ""
+    monkeypatch.setattr(launch, "TWO_LAUNCH_MIN_S", 0.0)
+    launch.clear_plans()
+    A, B, C0 = _operands(24, 40, 64, 9)
+    dC = cuda.to_device(C0)
+    front.gemm(cuda.to_device(A), cuda.to_device(B), dC, alpha=1.5, beta=0.5, tile=T_M,
+               split=3)
+    assert front.gemm.last_plan.reduce == "kernel"
+    assert np.all(np.abs(dC.copy_to_host() - _ref(A, B, C0, 1.5, 0.5))
+                  <= _bound(A, B, C0, 1.5, 0.5))
+    launch.clear_plans()
+
+
 # -- the planner (pure Python) ----------------------------------------------------------
 
 def test_busiest_sm_rounds():
@@ -539,9 +600,35 @@ def test_plan_cache():
                          launch.device_limits()) is r1
     front.gemm(dA, dB, dC, beta=1.0, tile=T_M)          # C is read: another plan
     assert launch.cached_runners() == 2
-    assert r1.path == ("numba dispatcher" if SIM else "cuLaunchKernel"), r1.fast_error
+    assert r1.path == ("numba dispatcher" if SIM else "cuGraphLaunch"), r1.fast_error
     launch.clear_plans()
     assert launch.cached_runners() == 0
+
+
+@pytest.mark.skipif(SIM, reason="the CUDA graph launch needs a GPU")
+def test_graph_launch_follows_changing_operands_and_scalars():
+    """Runner.run_fast launches a CUDA graph whose nodes hold the parameter values
+    of the last call: calls that change the operands, alpha or beta (or repeat them)
+    must each get their own C, for a one-launch plan and a two-launch one (split-K
+    reduced by the reduction kernel)."""
+    seq = [(0, 1.0, 0.5), (0, 1.0, 0.5), (1, 1.0, 0.5), (1, 2.0, 0.5), (1, 2.0, -1.0),
+           (0, 2.0, -1.0), (0, 2.0, -1.0)]
+    for m, n, k in ((64, 64, 64), (512, 512, 4096)):
+        launch.clear_plans()
+        ops = [_operands(m, n, k, 40 + j) for j in (0, 1)]
+        dev = [[cuda.to_device(x) for x in o] for o in ops]
+        for j, alpha, beta in seq:
+            A, B, C0 = ops[j]
+            dA, dB, dC = dev[j]
+            dC.copy_to_device(C0)
+            front.gemm(dA, dB, dC, alpha=alpha, beta=beta)
+            err = np.abs(dC.copy_to_host() - _ref(A, B, C0, alpha, beta))
+            assert np.all(err <= _bound(A, B, C0, alpha, beta)), (m, j, alpha, beta)
+        p = front.gemm.last_plan
+        r = launch.runner(m, n, k, None, None, "vec", False, True, launch.device_limits())
+        assert r.plan is p and r.path == "cuGraphLaunch", r.fast_error
+        assert (p.reduce == "kernel") == (m == 512) and (r.rdrv is not None) == (m == 512)
+    launch.clear_plans()
 
 
 def test_auto_tile_in_the_simulator():

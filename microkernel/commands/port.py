@@ -105,8 +105,7 @@ def _render(report: dict) -> None:
     for w in report["warnings"]:
         con.print(f"[bold red]warning:[/bold red] {w}")
     if report.get("launch"):
-        from ..gpu.launch import render_plans
-        render_plans(con, report["launch"], f"split-K with {t['name']} (132 SMs, sm_90 "
+        _render_plans(con, report["launch"], f"split-K with {t['name']} (132 SMs, sm_90 "
                      f"model)", show_tile=False)
     if report.get("validation") is not None:
         vt = Table(title="validation (float64 reference)")
@@ -151,3 +150,20 @@ def run(args) -> int:
     if report["validation"] is not None and not all(r["ok"] for r in report["validation"]):
         return 1
     return 0
+
+
+def _render_plans(con, plans: list, title: str, show_tile: bool = True) -> None:
+    """A rich table of :meth:`microkernel.gpu.launch.LaunchPlan.as_dict` rows;
+    ``show_tile=False`` when every row has the same tile."""
+    from rich.table import Table
+    lt = Table(title=title)
+    cols = ["m x n x k"] + (["tile"] if show_tile else []) + [
+        "split-K", "grid", "blocks/SM", "waves", "predicted us"]
+    for c in cols:
+        lt.add_column(c, justify="left" if c == "tile" else "right", no_wrap=True)
+    for lp in plans:
+        g = lp["grid"]
+        lt.add_row(f"{lp['m']}x{lp['n']}x{lp['k']}", *([lp["tile"]] if show_tile else []),
+                   str(lp["split"]), f"{g[0]}x{g[1]}x{g[2]}", str(lp["blocks_per_sm"]),
+                   f"{lp['waves']:.2f}", f"{lp['predicted_us']:.1f}")
+    con.print(lt)

@@ -7,7 +7,7 @@ on the current GPU, and the choice is kept in ``gemm.last_plan`` (a
 microseconds of host time beyond the kernel: the operands' shapes, dtypes and
 pointers are read from their ``__cuda_array_interface__``, the plan, the compiled
 kernel and its launch configuration come from a cache keyed by (shape, tile,
-split, variant), and the kernel is launched by ``cuLaunchKernel`` on parameters
+split, variant), and the plan's kernels are launched as one CUDA graph on parameters
 packed once per plan (:mod:`microkernel.gpu.launch`; ``bench/gpu_simt.py``
 measures this overhead). Kernels run on the default
 (legacy) stream.

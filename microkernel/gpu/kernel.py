@@ -322,11 +322,26 @@ class SgemmKernel:
     with no argument checks; :func:`gemm` is the checked front end.
     """
 
-    def __init__(self, tile: GpuTile, dispatcher, sim: bool, variants: dict | None = None):
+    def __init__(self, tile: GpuTile, dispatcher, sim: bool, variants: dict | None = None,
+                 partials: dict | None = None):
         self.tile = tile
         self.dispatcher = dispatcher
         self.simulated = sim
         self.variants = variants or {"vec": dispatcher}   #: variant name -> dispatcher
+        #: variant name -> dispatcher of the partials kernel (warp-tiled tiles)
+        self.partials = partials or {}
+
+    def dispatcher_for(self, variant: str, reduce: str = "last block"):
+        """The dispatcher of ``variant`` for a launch whose split-K sums are reduced
+        by ``reduce`` (:data:`microkernel.gpu.simt_splitk.REDUCTIONS`): "kernel" the
+        partials kernel, else the general one."""
+        return (self.partials if reduce == "kernel" else self.variants)[variant]
+
+    def reducer(self, variant: str):
+        """The split-K reduction kernel for ``variant``'s accesses (float4 unless
+        "scalar"; :func:`microkernel.gpu.simt_splitk.build_reduce`)."""
+        from .simt_splitk import build_reduce
+        return build_reduce(variant != "scalar", self.simulated, _import_cuda())
 
     def __repr__(self) -> str:
         return f"<SgemmKernel {self.tile.name}{' (simulator)' if self.simulated else ''}>"
@@ -353,15 +368,17 @@ class SgemmKernel:
 
     def launch(self, A, B, C, alpha: float = 1.0, beta: float = 0.0, stream=0, *,
                W=None, T=None, split: int = 1, kslice: int | None = None,
-               variant: str | None = None):
+               variant: str | None = None, reduce: str = "last block"):
         """Launch on device arrays A (M, K), B (K, N), C (M, N); no operand checks.
 
         Warp-tiled kernel only: ``split`` > 1 runs split-K with ``kslice`` k per split
         (a multiple of bk) through the workspace ``W`` ((split*M) x N, float32, device)
         and the tile counts ``T`` (uint32, at least one per block tile, all zero; the
-        kernel leaves them zero), both allocated here when None; the tile's last
-        block writes C (:mod:`microkernel.gpu.simt`); ValueError for a ``kslice``
-        that is not a multiple of bk. ``variant`` forces one of :attr:`variants`."""
+        kernel leaves them zero), both allocated here when None; C is formed by the
+        tile's last block (``reduce="last block"``, one launch) or by the reduction
+        kernel after the partials kernel (``"kernel"``; :mod:`microkernel.gpu.simt`).
+        ValueError for a ``kslice`` that is not a multiple of bk or an unknown
+        ``reduce``. ``variant`` forces one of :attr:`variants`."""
         m, n = C.shape
         if m == 0 or n == 0:
             return C
@@ -378,7 +395,11 @@ class SgemmKernel:
             kslice = max(bk, -(-k // (split * bk)) * bk)
         if kslice % bk:
             raise ValueError(f"kslice={kslice} is not a multiple of bk={bk}")
-        disp = self.variants[variant or self.variant_for(A, B, C)]
+        if reduce not in ("last block", "kernel"):
+            raise ValueError(f"reduce must be 'last block' or 'kernel', got {reduce!r}")
+        two = split > 1 and reduce == "kernel"
+        variant = variant or self.variant_for(A, B, C)
+        disp = self.dispatcher_for(variant, reduce if two else "last block")
         if T is None or (split > 1 and W is None):
             from .launch import split_buffers
             w, t = split_buffers(self.tile, m, n, split)
@@ -386,35 +407,41 @@ class SgemmKernel:
         disp[(gx, gy, split), self.tile.threads, stream](
             A, B, C, C if W is None else W, T, np.float32(alpha), np.float32(beta),
             np.uint32(kslice))
+        if two:
+            from .simt_splitk import REDUCE_THREADS, reduce_grid
+            self.reducer(variant)[reduce_grid(m, n, variant != "scalar"), REDUCE_THREADS,
+                                  stream](W[:split * m], C, np.float32(alpha), np.float32(beta))
         return C
 
     __call__ = launch
 
-    def _dispatchers(self, variant):
+    def _dispatchers(self, variant, partials: bool = False):
+        table = self.partials if partials else self.variants
         if variant == "both":
-            return list(self.variants.values())
-        return [self.variants[variant or "vec"]]
+            return list(table.values())
+        return [table[variant or "vec"]]
 
-    def compile(self, variant: str | None = None):
+    def compile(self, variant: str | None = None, partials: bool = False):
         """Compile for :attr:`signature` on the current GPU (no-op in the simulator):
-        ``variant`` "vec" (default), "scalar", "exact" or "both" (all of them)."""
+        ``variant`` "vec" (default), "scalar", "exact" or "both" (all of them); of
+        the partials kernel (split-K for the reduction kernel) when ``partials``."""
         if not self.simulated:
-            for d in self._dispatchers(variant):
+            for d in self._dispatchers(variant, partials):
                 d.compile(self.signature)
         return self
 
-    def resources(self, variant: str | None = None) -> dict | None:
+    def resources(self, variant: str | None = None, partials: bool = False) -> dict | None:
         """Compiled resources for :attr:`signature` on the current GPU, from numba's
         dispatcher: ``regs`` (per thread), ``local_bytes`` (per thread: stack frame
         and spills, 0 when the tile stays in registers), ``shared_bytes`` (static,
         per block), ``max_threads`` (per block). None in the simulator, which has
-        none of these. Compiles first if needed."""
+        none of these. Compiles first if needed (``partials`` as in :meth:`compile`)."""
         if self.simulated:
             return None
         from numba.cuda.core import sigutils
-        self.compile(variant)
+        self.compile(variant, partials)
         args, _ = sigutils.normalize_signature(self.signature)
-        d = self._dispatchers(variant)[0]
+        d = self._dispatchers(variant, partials)[0]
 
         def pick(v):
             return int(v[tuple(args)] if isinstance(v, dict) else v)
@@ -436,41 +463,10 @@ class SgemmKernel:
         """PTX of the kernel for compute capability ``cc`` (needs NVVM, not a GPU)."""
         cuda = _import_cuda()
         d = self._dispatchers(variant)[0]
-        with _offline_device(cc):
+        from .offline import offline_device
+        with offline_device(cc):
             ptx, _ = cuda.compile_ptx(d.py_func, self.signature, cc=cc)
         return ptx
-
-
-class _offline_device:
-    """Lets numba compile device functions without a GPU: numba-cuda's
-    ``Dispatcher.compile_device`` asks the current device for its compute
-    capability (the original kernel's staging device functions need it). With no
-    driver, answer ``cc`` for the duration of ``compile_ptx``; with a GPU, do
-    nothing."""
-
-    def __init__(self, cc):
-        self.cc = tuple(cc)
-        self.saved = None
-
-    def __enter__(self):
-        from numba.cuda import dispatcher as nd
-        try:
-            nd.get_current_device()
-            return self
-        except Exception:  # noqa: BLE001 - no driver / no device
-            cc = self.cc
-
-            class _Dev:
-                compute_capability = cc
-            self.saved = nd.get_current_device
-            nd.get_current_device = lambda: _Dev()
-        return self
-
-    def __exit__(self, *exc):
-        if self.saved is not None:
-            from numba.cuda import dispatcher as nd
-            nd.get_current_device = self.saved
-        return False
 
 
 _CACHE: dict = {}
@@ -517,9 +513,10 @@ def kernel_for(tile: GpuTile) -> SgemmKernel:
             if tile.warp_tiled:
                 from . import simt
                 cap = max_registers(tile)
-                variants = {v: simt.build(tile, v, sim, cuda, cap) for v in simt.VARIANTS
-                            if v != "exact" or simt.has_exact(tile)}
-                k = SgemmKernel(tile, variants["vec"], sim, variants)
+                names = [v for v in simt.VARIANTS if v != "exact" or simt.has_exact(tile)]
+                variants = {v: simt.build(tile, v, sim, cuda, cap) for v in names}
+                parts = {v: simt.build(tile, v, sim, cuda, cap, partials=True) for v in names}
+                k = SgemmKernel(tile, variants["vec"], sim, variants, parts)
             else:
                 k = SgemmKernel(tile, _build(tile, sim), sim)
             _CACHE[key] = k

@@ -17,8 +17,8 @@ model (:mod:`microkernel.gpu.occupancy`) and keeps the fastest:
   resident warps than :data:`SATURATION_WARPS` hide less latency;
 * the kernel takes at least the time to read A and B and write C once from DRAM
   (:data:`DRAM_BYTES_PER_S`);
-* split-K adds writing and re-reading S partial sums of C and the last block's
-  reduction (:data:`REDUCE_LAUNCH_S`); kslice is at least :data:`MIN_KSLICE` and
+* split-K adds writing and re-reading S partial sums of C and the reduction's
+  tail (:data:`REDUCE_LAUNCH_S`); kslice is at least :data:`MIN_KSLICE` and
   the workspace at most :data:`WORKSPACE_LIMIT` bytes.
 
 Options within :data:`TIE` of the fastest are equivalent; among them one whose
@@ -28,10 +28,14 @@ are a model of the H200, not measurements of this kernel: ``bench/gpu_simt.py``
 prints the planner's choice next to measured split scans so that they can be
 checked and refit.
 
-**The split-K reduction** is deterministic and in the same launch: block z of the
-split grid writes its partial sums to its own slice of a workspace, and the last of
-a tile's S blocks to finish (an atomic count per tile) adds the slices in the order
-0, 1, ..., S-1 (bit-identical run to run; :mod:`microkernel.gpu.simt`).
+**The split-K reduction** is deterministic: block z of the split grid writes its
+partial sums to its own slice of a workspace, and the slices are added in the order
+0, 1, ..., S-1 (bit-identical run to run), either by the last of a tile's S blocks
+to finish (an atomic count per tile: one launch) or by a reduction kernel launched
+after the partials kernel (two launches; :mod:`microkernel.gpu.simt_splitk`). The
+second took 2.3-13 us less GPU time on the H200 but a second launch, so a plan
+reduces by kernel only when its predicted time is at least :data:`TWO_LAUNCH_MIN_S`
+(``LaunchPlan.reduce``).
 
 **Launch overhead.** :func:`runner` caches, per (shape, tile, split, variant), the
 plan, the compiled kernel's driver handle, the workspace and the kernel parameters
@@ -39,9 +43,15 @@ themselves (numba's ABI for a C-contiguous array: meminfo, parent, size, itemsiz
 data, shape, strides; then alpha, beta, kslice), packed once into a buffer of
 8-byte slots with the array of pointers ``cuLaunchKernel`` takes (CUDA Driver API,
 "Execution Control": ``kernelParams`` is an array of N pointers to the values).
-A call writes the three data pointers and alpha and beta into their slots and calls
-``cuda.bindings.driver.cuLaunchKernel``: no per-call argument typing, wrapping or
-packing (:class:`~microkernel.gpu.launchers.DriverLauncher`). Where that is
+A call writes the three data pointers and alpha and beta into their slots. The
+plan's launches (one, or the partials kernel and the reduction kernel) are one CUDA
+graph (:class:`~microkernel.gpu.launchers.GraphLauncher`; CUDA Driver API, "Graph
+Management"): a call with the last call's pointers and scalars is one
+``cuGraphLaunch``, any other first updates the graph's nodes
+(``cuGraphExecKernelNodeSetParams``). On the H200 host that took 2.4-3.1 us against
+5.4-10.9 us for the launches one ``cuLaunchKernel`` at a time, and 7.4-8.3 us with the
+update (``bench/results/h200/race_partials.md``). Without graphs: ``cuLaunchKernel``
+per kernel (:class:`~microkernel.gpu.launchers.DriverLauncher`). Where that is
 unavailable the parameters go through ``cuda.core.launch`` (packed per call), and in
 the simulator or another numba-cuda version through the numba dispatcher;
 :attr:`Runner.path` says which.
@@ -55,14 +65,15 @@ import threading
 
 import numpy as np
 
-from .launchers import CoreLauncher, DriverLauncher, arr_params, split_buffers, vec_params
+from .launchers import (CoreLauncher, DriverLauncher, GraphLauncher, arr_params,
+                        reduce_core, reduce_driver, split_buffers, vec_params)
 from .occupancy import SM90, SmLimits, busiest_sm_rounds, occupancy
 from .tiles import DEFAULT_TILE, GpuTile
 
 __all__ = ["LaunchPlan", "plan_launch", "AUTO_TILES", "runner", "Runner", "clear_plans",
            "MAX_SPLIT", "MIN_KSLICE", "CLOCK_HZ", "SM_EFFICIENCY",
-           "SATURATION_WARPS", "ROUND_OVERHEAD_S", "REDUCE_LAUNCH_S", "DRAM_BYTES_PER_S",
-           "WORKSPACE_LIMIT", "TIE", "TILE_RATE", "tile_rate", "render_plans", "split_buffers"]
+           "SATURATION_WARPS", "ROUND_OVERHEAD_S", "REDUCE_LAUNCH_S", "TWO_LAUNCH_MIN_S",
+           "DRAM_BYTES_PER_S", "WORKSPACE_LIMIT", "TIE", "TILE_RATE", "tile_rate", "split_buffers"]
 
 #: SM clock of the model (H200 boost clock, nvidia-smi ``clocks.max.sm``: 1980 MHz).
 CLOCK_HZ = 1.98e9
@@ -87,8 +98,18 @@ TILE_RATE = {(8, 16, 128, 256): 1.06, (8, 8, 128, 128): 1.0, (8, 8, 64, 128): 0.
              (8, 8, 64, 64): 0.74, (8, 4, 64, 64): 0.8}
 #: Per round of blocks on an SM: the prologue's global-load latency and the epilogue.
 ROUND_OVERHEAD_S = 1.5e-6
-#: The split-K tail: the tile's last block re-reads the S partials after its own k slice.
+#: The split-K tail: the pass over the S partials (the tile's last block, or the reduction
+#: kernel) after the k slices.
 REDUCE_LAUNCH_S = 2.0e-6
+#: Predicted kernel time from which a split-K plan reduces in a kernel of its own
+#: (two launches) rather than in the tile's last block. H200, 2026-12-04
+#: (bench/results/h200/race_partials.md): the reduction kernel took less GPU time
+#: (1024^3 split 2: 55.1-55.7 against 58.6-58.7 us; 512x512x4096 split 8: 54.7 against
+#: 67.7; 35x700x2048 split 12: 13.2 against 16.0), but each cuLaunchKernel costs
+#: 5.5-7 us of host time there, and a gemm() call that launches twice took 13.9-25.3 us
+#: (two processes) against 9.3-15: below about 30 us of kernel time, back-to-back
+#: calls would wait on the host instead.
+TWO_LAUNCH_MIN_S = 30e-6
 #: DRAM bandwidth the model assumes (H200: 4.8 TB/s peak).
 DRAM_BYTES_PER_S = 3.0e12
 #: Largest split-K factor, smallest k per split, largest workspace (bytes).
@@ -126,8 +147,9 @@ class LaunchPlan:
     ``split`` (S, the grid's z), ``kslice`` (k per split), the grid (x: blocks along
     N, y: along M, z: splits), ``blocks`` in all, ``blocks_per_sm`` (occupancy
     model), ``waves`` = blocks / (blocks_per_sm x SMs), the busiest SM's ``rounds``,
-    the predicted time in seconds, and the best option of every candidate tile
-    (``considered``: name, split, predicted seconds)."""
+    the predicted time in seconds, the best option of every candidate tile
+    (``considered``: name, split, predicted seconds), and how a split launch forms C
+    (``reduce``: "last block" or "kernel", :data:`TWO_LAUNCH_MIN_S`; "" unsplit)."""
     m: int
     n: int
     k: int
@@ -143,6 +165,7 @@ class LaunchPlan:
     sm_count: int
     considered: tuple = ()
     forced: str = ""
+    reduce: str = ""
 
     @property
     def workspace_bytes(self) -> int:
@@ -155,13 +178,16 @@ class LaunchPlan:
                 "waves": round(self.waves, 4), "rounds": list(self.rounds),
                 "predicted_us": round(self.predicted_s * 1e6, 2),
                 "sm_count": self.sm_count, "workspace_bytes": self.workspace_bytes,
-                "considered": [dict(c) for c in self.considered], "forced": self.forced}
+                "considered": [dict(c) for c in self.considered], "forced": self.forced,
+                "reduce": self.reduce}
 
     def summary(self) -> str:
         s = (f"{self.m}x{self.n}x{self.k}: {self.tile.name}, split-K {self.split} "
              f"(kslice {self.kslice}), grid {self.grid[0]}x{self.grid[1]}x{self.grid[2]} = "
              f"{self.blocks} blocks, {self.blocks_per_sm}/SM -> {self.waves:.2f} waves on "
-             f"{self.sm_count} SMs, predicted {self.predicted_s * 1e6:.1f} us")
+             f"{self.sm_count} SMs, predicted {self.predicted_s * 1e6:.1f} us"
+             + (f", reduced by {'the last block' if self.reduce == 'last block' else 'a kernel'}"
+                if self.reduce else ""))
         return s + (f" ({self.forced})" if self.forced else "")
 
 
@@ -303,9 +329,10 @@ def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
     blocks = grid[0] * grid[1] * grid[2]
     if no_split:
         forced.append("alpha == 0 or k == 0: no split")
+    reduce = "" if s_eff == 1 else "kernel" if sec >= TWO_LAUNCH_MIN_S else "last block"
     return LaunchPlan(m, n, k, t, s_eff, kslice, grid, blocks, bps,
                       blocks / (bps * limits.sm_count), rounds, sec, limits.sm_count,
-                      tuple(considered), "; ".join(forced))
+                      tuple(considered), "; ".join(forced), reduce)
 
 
 # -- launching: microkernel.gpu.launchers ------------------------------------------------
@@ -314,9 +341,11 @@ class Runner:
     """A cached launch of one :class:`LaunchPlan`: the kernel variant, the direct
     launch handles (or the dispatcher), and the split-K workspace.
 
-    ``path`` is ``"cuLaunchKernel"`` (parameters packed once), ``"cuda.core"``
+    ``path`` is ``"cuGraphLaunch"`` (the plan's one or two launches as a CUDA graph,
+    its parameters updated only when a call's pointers, alpha or beta differ from
+    the last call's), ``"cuLaunchKernel"`` (parameters packed once), ``"cuda.core"``
     (parameters packed per call) or ``"numba dispatcher"``; ``direct`` is True for
-    the first two (:meth:`run_fast` on raw pointers), and ``fast_error`` says why a
+    the first three (:meth:`run_fast` on raw pointers), and ``fast_error`` says why a
     faster path could not be set up.
 
     The workspace and the tile counts belong to the runner: calls of one runner
@@ -325,11 +354,20 @@ class Runner:
     #: Slots of the warp-tiled kernel's parameters (:data:`microkernel.gpu.simt.SIGNATURE`:
     #: A, B, C, W as 9 fields each, data the 5th; T as 7; alpha, beta, kslice).
     _A, _B, _C, _W, _T, _ALPHA, _BETA, _KSLICE, _NPARAMS = 4, 13, 22, 31, 36, 43, 44, 45, 46
+    #: ... and of the split-K reduction kernel's (W, C as 9 fields each; alpha, beta).
+    _R_C, _R_ALPHA, _R_BETA = 13, 18, 19
 
     def __init__(self, plan: LaunchPlan, kern, variant: str):
+        if (plan.reduce == "kernel" and not kern.simulated
+                and kern.resources(variant, partials=True)["local_bytes"]):
+            plan = dataclasses.replace(     # no spilling kernel: one launch instead
+                plan, reduce="last block", forced="; ".join(
+                    [f for f in (plan.forced, f"the {variant} partials kernel spills")
+                     if f]))
         self.plan, self.kern, self.variant = plan, kern, variant
         self.W = self.T = None
-        self.fast = self.drv = None
+        self.fast = self.drv = self.rdrv = self.rfast = self.graph = None
+        self._gkey = None
         self.fast_error = None
         self.path = "numba dispatcher"
         self._lock = threading.Lock()
@@ -338,12 +376,22 @@ class Runner:
             try:
                 self._setup_driver()
                 self.path = "cuLaunchKernel"
+                try:
+                    self.graph = GraphLauncher([d for d in (self.drv, self.rdrv) if d])
+                    self.path = "cuGraphLaunch"
+                except Exception as e:  # noqa: BLE001 - launch kernel by kernel
+                    errors.append(f"cuGraphLaunch: {type(e).__name__}: {e}")
             except Exception as e:  # noqa: BLE001 - fall back to cuda.core's launch
                 self.drv = None
                 errors.append(f"cuLaunchKernel: {type(e).__name__}: {e}")
                 try:
-                    self.fast = CoreLauncher(kern.variants[variant], kern.signature)
+                    self.fast = CoreLauncher(kern.dispatcher_for(variant, plan.reduce),
+                                             kern.signature)
                     self.cfg = self.fast.config(plan.grid, kern.tile.threads)
+                    self.workspace()
+                    if plan.reduce == "kernel":
+                        self.rfast, self.rcfg = reduce_core(
+                            kern.reducer(variant), plan.m, plan.n, variant != "scalar")
                     self.path = "cuda.core"
                 except Exception as e2:  # noqa: BLE001 - fall back to numba's launch
                     self.fast = None
@@ -353,8 +401,8 @@ class Runner:
 
     def _setup_driver(self) -> None:
         p, kern = self.plan, self.kern
-        d = DriverLauncher(kern.variants[self.variant], kern.signature, p.grid,
-                            kern.tile.threads, self._NPARAMS)
+        d = DriverLauncher(kern.dispatcher_for(self.variant, p.reduce), kern.signature,
+                           p.grid, kern.tile.threads, self._NPARAMS)
         W, _ = self.workspace()                       # and its wparams / tparams
         m, n, k = p.m, p.n, p.k
         vals = (arr_params(0, m, k) + arr_params(0, k, n) + arr_params(0, m, n)
@@ -362,6 +410,9 @@ class Runner:
         for i, v in enumerate(vals):
             d.set_int(i, v)
         d.set_int(self._KSLICE, p.kslice)             # uint32 in the low 4 bytes
+        if p.reduce == "kernel":
+            self.rdrv = reduce_driver(kern.reducer(self.variant), m, n,
+                                      self.variant != "scalar", self.wparams)
         self.drv = d
 
     def workspace(self):
@@ -384,6 +435,11 @@ class Runner:
         d = self.drv
         if d is not None:
             with self._lock:                          # the slots, then the launch
+                g = self.graph
+                key = (pa, pb, pc, alpha, beta)
+                if g is not None and key == self._gkey:
+                    g()                               # the graph holds these values
+                    return
                 s = d.slots
                 s[self._A] = pa
                 s[self._B] = pb
@@ -392,7 +448,20 @@ class Runner:
                     s[self._W] = pc                   # unsplit: W is C (not read)
                 d.set_f32(self._ALPHA, alpha)
                 d.set_f32(self._BETA, beta)
-                d()
+                r = self.rdrv
+                if r is not None:                     # the reduction kernel's C, alpha, beta
+                    r.slots[self._R_C] = pc
+                    r.set_f32(self._R_ALPHA, alpha)
+                    r.set_f32(self._R_BETA, beta)
+                if g is not None:
+                    self._gkey = None
+                    g.update()
+                    self._gkey = key
+                    g()
+                else:
+                    d()
+                    if r is not None:
+                        r()
             return
         p = self.plan
         m, n, k = p.m, p.n, p.k
@@ -402,13 +471,16 @@ class Runner:
         self.fast(self.cfg, arr_params(pa, m, k) + arr_params(pb, k, n) + cp
                   + (self.wparams if p.split > 1 else cp) + self.tparams
                   + (ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_uint32(p.kslice)))
+        if self.rfast is not None:
+            self.rfast(self.rcfg, self.wparams + cp
+                       + (ctypes.c_float(alpha), ctypes.c_float(beta)))
 
     def run(self, A, B, C, alpha: float, beta: float) -> None:
         """Launch on device arrays through numba's dispatcher."""
         p = self.plan
         W, T = self.workspace()
         self.kern.launch(A, B, C, alpha, beta, W=W, T=T, split=p.split, kslice=p.kslice,
-                         variant=self.variant)
+                         variant=self.variant, reduce=p.reduce or "last block")
 
 
 _RUNNERS: collections.OrderedDict = collections.OrderedDict()
@@ -475,20 +547,3 @@ def device_limits() -> SmLimits:
 
 
 _DEVICE_LIMITS = None
-
-
-def render_plans(con, plans: list, title: str, show_tile: bool = True) -> None:
-    """A rich table of :meth:`LaunchPlan.as_dict` rows (``microkernel port``, the
-    GPU sweep); ``show_tile=False`` when every row has the same tile."""
-    from rich.table import Table
-    lt = Table(title=title)
-    cols = ["m x n x k"] + (["tile"] if show_tile else []) + [
-        "split-K", "grid", "blocks/SM", "waves", "predicted us"]
-    for c in cols:
-        lt.add_column(c, justify="left" if c == "tile" else "right", no_wrap=True)
-    for lp in plans:
-        g = lp["grid"]
-        lt.add_row(f"{lp['m']}x{lp['n']}x{lp['k']}", *([lp["tile"]] if show_tile else []),
-                   str(lp["split"]), f"{g[0]}x{g[1]}x{g[2]}", str(lp["blocks_per_sm"]),
-                   f"{lp['waves']:.2f}", f"{lp['predicted_us']:.1f}")
-    con.print(lt)

@@ -8,7 +8,9 @@
   per call (what numba's ``_Kernel.launch`` does after its argument checks);
 * :func:`arr_params` / :func:`vec_params`: numba's kernel parameters for an array
   (its ABI: meminfo, parent, size, itemsize, data, shape, strides);
-* :func:`split_buffers`: the split-K workspace and tile counts of a launch.
+* :func:`split_buffers`: the split-K workspace and tile counts of a launch;
+* :func:`reduce_driver` / :func:`reduce_core`: the two launchers for the split-K
+  reduction kernel (:mod:`microkernel.gpu.simt_splitk`).
 
 :class:`microkernel.gpu.launch.Runner` picks the first that can be set up.
 """
@@ -18,7 +20,8 @@ import numpy as np
 
 from .tiles import GpuTile
 
-__all__ = ["DriverLauncher", "CoreLauncher", "arr_params", "vec_params", "split_buffers"]
+__all__ = ["DriverLauncher", "GraphLauncher", "CoreLauncher", "arr_params", "vec_params", "split_buffers",
+           "reduce_driver", "reduce_core"]
 
 
 def _overload(dispatcher, signature: str):
@@ -94,6 +97,58 @@ class DriverLauncher:
         if err != self._ok:
             raise RuntimeError(f"cuLaunchKernel failed: {err!r}")
 
+    def node_params(self):
+        """``CUDA_KERNEL_NODE_PARAMS`` of this launch (the kernel by its CUkernel
+        handle in the current context, the slots' addresses as ``kernelParams``,
+        whose values are copied when a graph node is created or updated)."""
+        p = self._cu.CUDA_KERNEL_NODE_PARAMS()
+        (p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY,
+         p.blockDimZ) = self._dims
+        p.sharedMemBytes = 0
+        if isinstance(self.handle, self._cu.CUfunction):
+            p.func = self.handle
+        else:
+            p.kern = self.handle
+        p.kernelParams = self._pp
+        return p
+
+
+class GraphLauncher:
+    """Several :class:`DriverLauncher` launches, in order, as one CUDA graph: one
+    ``cuGraphLaunch`` on the host instead of one ``cuLaunchKernel`` each (CUDA Driver
+    API, "Graph Management"). The nodes hold copies of the launchers' parameter
+    values: after changing their slots, :meth:`update` (``cuGraphExecKernelNodeSetParams``
+    per node) before the next call."""
+
+    def __init__(self, launchers):
+        self.launchers = tuple(launchers)
+        cu = self.launchers[0]._cu
+        self._cu, self._ok = cu, cu.CUresult.CUDA_SUCCESS
+        self._stream = self.launchers[0]._stream
+        err, self._graph = cu.cuGraphCreate(0)
+        self._check(err, "cuGraphCreate")
+        self.nodes = []
+        for d in self.launchers:
+            deps = self.nodes[-1:]
+            err, node = cu.cuGraphAddKernelNode(self._graph, deps, len(deps), d.node_params())
+            self._check(err, "cuGraphAddKernelNode")
+            self.nodes.append(node)
+        err, self._exec = cu.cuGraphInstantiate(self._graph, 0)
+        self._check(err, "cuGraphInstantiate")
+
+    def _check(self, err, what: str) -> None:
+        if err != self._ok:
+            raise RuntimeError(f"{what} failed: {err!r}")
+
+    def update(self) -> None:
+        for d, node in zip(self.launchers, self.nodes):
+            err, = self._cu.cuGraphExecKernelNodeSetParams(self._exec, node, d.node_params())
+            self._check(err, "cuGraphExecKernelNodeSetParams")
+
+    def __call__(self) -> None:
+        err, = self._cu.cuGraphLaunch(self._exec, self._stream)
+        self._check(err, "cuGraphLaunch")
+
 
 _ONE_COUNT: list = []    # the count array of every unsplit launch (never read)
 
@@ -117,3 +172,23 @@ def split_buffers(tile: GpuTile, m: int, n: int, split: int) -> tuple:
 def vec_params(ptr: int, size: int) -> tuple:
     """numba's kernel parameters for a contiguous uint32 vector of ``size``."""
     return (0, 0, size, 4, ptr, size, 4)
+
+
+def reduce_driver(reducer, m: int, n: int, vec: bool, wparams: tuple) -> DriverLauncher:
+    """A :class:`DriverLauncher` of the split-K reduction kernel ``reducer`` for an
+    m x n C, W's parameters (``wparams``) packed; the caller sets C (slots 9-17, data
+    the 13th), alpha (18) and beta (19) per call."""
+    from .simt_splitk import REDUCE_SIGNATURE, REDUCE_THREADS, reduce_grid
+    r = DriverLauncher(reducer, REDUCE_SIGNATURE, (reduce_grid(m, n, vec), 1, 1),
+                       REDUCE_THREADS, 20)
+    for i, v in enumerate(wparams + arr_params(0, m, n)):
+        r.set_int(i, v)
+    return r
+
+
+def reduce_core(reducer, m: int, n: int, vec: bool) -> tuple:
+    """(:class:`CoreLauncher`, its launch config) of the split-K reduction kernel for
+    an m x n C; parameters per call: W's, C's, alpha, beta."""
+    from .simt_splitk import REDUCE_SIGNATURE, REDUCE_THREADS, reduce_grid
+    r = CoreLauncher(reducer, REDUCE_SIGNATURE)
+    return r, r.config((reduce_grid(m, n, vec), 1, 1), REDUCE_THREADS)

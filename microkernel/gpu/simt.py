@@ -51,15 +51,21 @@ SIMT path: ``MmaSimt``, 128x128x8 threadblocks of 32x64 warps):
   address clamped to element 0 and the value zeroed with ``cuda.selp`` outside
   the matrix or the split) and so are its shared stores: under ``if more:``
   ptxas sank the loads into the store block, below all the FMAs.
-* **Split-K**, one launch: with ``gridDim.z == S > 1`` block z accumulates k in
-  ``[z*kslice, min(K, (z+1)*kslice))`` and writes its raw partial sums to rows
-  ``z*M .. z*M+M-1`` of the workspace ``W`` ((S*M) x N), then counts itself in
-  the tile's slot of ``T`` (an atomic add after a ``threadfence``); the tile's
-  last block forms ``C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C`` in that
-  fixed order and resets the slot (:mod:`microkernel.gpu.simt_splitk`):
-  bit-identical from run to run, whichever block comes last. With ``gridDim.z == 1``
-  the
-  epilogue writes ``alpha*acc + beta*C`` to C directly (W and T are ignored).
+* **Split-K**, in one launch or two. With ``gridDim.z == S > 1`` block z
+  accumulates k in ``[z*kslice, min(K, (z+1)*kslice))`` and writes its raw partial
+  sums to rows ``z*M .. z*M+M-1`` of the workspace ``W`` ((S*M) x N). The general
+  kernel then counts the block in the tile's slot of ``T`` (an atomic add after a
+  ``threadfence``) and the tile's last block forms
+  ``C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C`` in that fixed order and resets
+  the slot (one launch). The *partials* kernel (``partials=True``) stops after the
+  partial sums and the reduction kernel of :mod:`microkernel.gpu.simt_splitk` forms
+  C in the same order (two launches: on the H200 2.3-13 us less GPU time, one more
+  launch on the host; :data:`microkernel.gpu.launch.TWO_LAUNCH_MIN_S`). Both
+  are bit-identical from run to run and to each other. With ``gridDim.z == 1`` the
+  general kernel writes ``alpha*acc + beta*C`` to C directly (W and T are ignored).
+  The unsplit launches keep the general kernel, runtime split-K branch and all: with
+  the branch compiled out ptxas allocated the 128x256 tile worse (4096^3: 3067 us
+  against 2866 us, ``bench/results/h200/race_partials.md``).
 
 BLAS semantics are the original kernel's: beta == 0 never reads C; alpha == 0
 skips the k loop (A and B not read); M == 0 or N == 0 is not launched.
@@ -131,7 +137,7 @@ LOOPS = True
 
 
 def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
-                  exact: bool = False) -> str:
+                  exact: bool = False, partials: bool = False) -> str:
     """The Python source of the warp-tiled kernel ``sgemm(A, B, C, W, alpha, beta,
     kslice)`` for ``tile`` (float4 global accesses when ``vec``; the k steps of a
     stage unrolled, the TM x TN products as loops over local arrays when ``loops``,
@@ -139,7 +145,9 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
     ``exact``: the guard-free variant for problems the tile divides (float4 only;
     register staging in two stages or ``copy="async16"``, see the module docstring
     and :mod:`microkernel.gpu.simt_async`). ``copy="async16"`` tiles always get the
-    loops form (``loops`` is ignored for them). Raises ValueError
+    loops form (``loops`` is ignored for them). ``partials``: the split-K kernel that
+    only writes its raw partial sums to W (for the reduction kernel), without the
+    unsplit epilogue and the last-block reduction. Raises ValueError
     for a tile without a warp tile, or for ``exact`` with ``vec=False``, with
     ``copy="async"``, or with register staging in one stage."""
     t = tile
@@ -176,7 +184,8 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
         s(f"row0 = uint32(cuda.blockIdx.y) * {u(BM)}")
         s(f"col0 = uint32(cuda.blockIdx.x) * {u(BN)}")
     s("z = uint32(cuda.blockIdx.z)")
-    s(f"split = uint32(cuda.gridDim.z) > {u(1)}")
+    if not partials:
+        s(f"split = uint32(cuda.gridDim.z) > {u(1)}")
     s("kb = z * kslice                       # this split's k range [kb, ke)")
     s("ke = K")
     s("if kb + kslice < K:")
@@ -188,7 +197,8 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
         s(f"nk = (ke - kb + {u(BK - 1)}) // {u(BK)}")
     s(f"As = cuda.shared.array({t.stages * lay.a_stage}, float32{ALIGN})   # "
       + ("A, rows interleaved by 4" if rowa else "A^T, skewed"))
-    s("last = cuda.shared.array(1, uint32)      # split-K: the tile's arrival count")
+    if not partials:
+        s("last = cuda.shared.array(1, uint32)      # split-K: the tile's arrival count")
     s(f"Bs = cuda.shared.array({t.stages * lay.b_stage}, float32{ALIGN})")
     s(f"warp = tid // {u(WARP_SIZE)}")
     s(f"lane = tid % {u(WARP_SIZE)}")
@@ -400,16 +410,22 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
             s(f"k0 += {u(BK)}")
 
     # -- epilogue -----------------------------------------------------------------------
-    s("X = C")
-    s(f"rbase = {u(0)} * M")
-    s("al = alpha")
-    s("be = beta")
-    s("if split:                               # raw partial sums into W[z*M + r, :]")
-    with s.block():
+    if partials:                             # raw partial sums into W[z*M + r, :]
         s("X = W")
         s("rbase = z * M")
         s("al = F1")
         s("be = F0")
+    else:
+        s("X = C")
+        s(f"rbase = {u(0)} * M")
+        s("al = alpha")
+        s("be = beta")
+        s("if split:                               # raw partial sums into W[z*M + r, :]")
+        with s.block():
+            s("X = W")
+            s("rbase = z * M")
+            s("al = F1")
+            s("be = F0")
 
     def put4(v):
         """Four accumulators v into X (C, or the split's rows of W) at (r, c..c+3)."""
@@ -466,8 +482,10 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
                 else:
                     for j in range(t.tn):
                         at_col(u(cols[j]), put1, f"acc{i}_{j}")
-    last_block_reduces(s, u, t, vec)
-    name = f"sgemm_{t.name}" + ("_exact" if exact else "" if vec else "_scalar")
+    if not partials:
+        last_block_reduces(s, u, t, vec)
+    name = (f"sgemm_{t.name}" + ("_exact" if exact else "" if vec else "_scalar")
+            + ("_partials" if partials else ""))
     head = f"def {name}(A, B, C, W, T, alpha, beta, kslice):\n"
     doc = (f'    """{t.name}: {t.tm}x{t.tn} thread tile, {t.wm}x{t.wn} warp tile, '
            f'{BM}x{BN}x{BK} block tile, {NT} threads, {"float4" if vec else "scalar"} '
@@ -507,13 +525,17 @@ def _compile_source(src: str, name: str, ns: dict):
     return ns[name]
 
 
-def build(tile: GpuTile, variant: str, sim: bool, cuda, max_registers: int | None):
+def build(tile: GpuTile, variant: str, sim: bool, cuda, max_registers: int | None,
+          partials: bool = False):
     """The numba dispatcher of :func:`kernel_source` for ``variant`` (one of
-    :data:`VARIANTS`; ``cuda`` is ``numba.cuda``; the simulator rejects
-    ``alignment`` and ``max_registers``, so neither is used there)."""
-    src = kernel_source(tile, variant != "scalar", exact=variant == "exact").replace(
-        ALIGN, "" if sim else ", alignment=16")
-    name = f"sgemm_{tile.name}" + ("" if variant == "vec" else f"_{variant}")
+    :data:`VARIANTS`), the partials kernel when ``partials`` (split-K launches
+    reduced by :mod:`microkernel.gpu.simt_splitk`'s kernel), else the general one;
+    ``cuda`` is ``numba.cuda``; the simulator rejects ``alignment`` and
+    ``max_registers``, so neither is used there."""
+    src = kernel_source(tile, variant != "scalar", exact=variant == "exact",
+                        partials=partials).replace(ALIGN, "" if sim else ", alignment=16")
+    name = (f"sgemm_{tile.name}" + ("" if variant == "vec" else f"_{variant}")
+            + ("_partials" if partials else ""))
     fn = _compile_source(src, name, _namespace(src, sim, cuda))
     fn.__microkernel_source__ = src
     if sim or max_registers is None:
