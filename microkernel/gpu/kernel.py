@@ -452,12 +452,14 @@ class SgemmKernel:
             "max_threads": pick(d.get_max_threads_per_block()),
         }
 
-    def source(self, variant: str = "vec") -> str | None:
-        """The generated Python source (warp-tiled kernel), else None."""
+    def source(self, variant: str = "vec", partials: bool = False) -> str | None:
+        """The generated Python source (warp-tiled kernel; of its partials kernel when
+        ``partials``), else None."""
         if not self.tile.warp_tiled:
             return None
         from .simt import kernel_source
-        return kernel_source(self.tile, vec=variant != "scalar", exact=variant == "exact")
+        return kernel_source(self.tile, vec=variant != "scalar", exact=variant == "exact",
+                             partials=partials)
 
     def ptx(self, cc=(9, 0), variant: str | None = None) -> str:
         """PTX of the kernel for compute capability ``cc`` (needs NVVM, not a GPU)."""

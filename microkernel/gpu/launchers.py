@@ -20,8 +20,8 @@ import numpy as np
 
 from .tiles import GpuTile
 
-__all__ = ["DriverLauncher", "GraphLauncher", "CoreLauncher", "arr_params", "vec_params", "split_buffers",
-           "reduce_driver", "reduce_core"]
+__all__ = ["DriverLauncher", "GraphLauncher", "CoreLauncher", "arr_params", "vec_params",
+           "split_buffers", "reduce_driver", "reduce_core"]
 
 
 def _overload(dispatcher, signature: str):
