@@ -108,7 +108,8 @@ REDUCE_LAUNCH_S = 2.0e-6
 #: 67.7; 35x700x2048 split 12: 13.2 against 16.0), but each cuLaunchKernel costs
 #: 5.5-7 us of host time there, and a gemm() call that launches twice took 13.9-25.3 us
 #: (two processes) against 9.3-15: below about 30 us of kernel time, back-to-back
-#: calls would wait on the host instead.
+#: calls would wait on the host instead. Set before plans ran as a CUDA graph (two
+#: kernels then cost the host about what one does): to be re-measured at 0.
 TWO_LAUNCH_MIN_S = 30e-6
 #: DRAM bandwidth the model assumes (H200: 4.8 TB/s peak).
 DRAM_BYTES_PER_S = 3.0e12
