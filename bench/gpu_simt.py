@@ -217,7 +217,8 @@ def compile_part(variants, sm_count: int) -> dict:
                 try:
                     from numba.cuda.core import sigutils
                     args, _ = sigutils.normalize_signature(kern.signature)
-                    k = kern._dispatchers(v, part)[0].overloads[tuple(args)]
+                    disp = kern.dispatcher_for(v, "kernel" if part else "last block")
+                    k = disp.overloads[tuple(args)]
                     r["driver_blocks_per_sm"] = int(k.max_cooperative_grid_blocks(t.threads)
                                                     // sm_count)
                 except Exception as e:  # noqa: BLE001

@@ -395,7 +395,8 @@ class SgemmKernel:
             kslice = max(bk, -(-k // (split * bk)) * bk)
         if kslice % bk:
             raise ValueError(f"kslice={kslice} is not a multiple of bk={bk}")
-        if reduce not in ("last block", "kernel"):
+        from .simt_splitk import REDUCTIONS
+        if reduce not in REDUCTIONS:
             raise ValueError(f"reduce must be 'last block' or 'kernel', got {reduce!r}")
         two = split > 1 and reduce == "kernel"
         variant = variant or self.variant_for(A, B, C)
