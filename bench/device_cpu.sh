@@ -36,6 +36,12 @@
 #   bash bench/device_cpu.sh nc        the f32 default's NC (the B block a 16-thread team shares)
 #                                      raced at 16 threads with numpy and PyTorch (`compare`
 #                                      NAME:nc=N, pause 0.3)
+#   bash bench/device_cpu.sh parts     issue 24: the team's units split into parts of each B
+#                                      block's columns (`compare` NAME:parts=N) at 16 threads
+#                                      with numpy and PyTorch, paused and back to back
+#   bash bench/device_cpu.sh scaling   issue 24: bench/threads.py at 1 and 16 threads for the
+#                                      team, parts=4 / 8 and bound threads, numpy and PyTorch
+#                                      alone (2 processes each), then interleaved
 #   bash bench/device_cpu.sh chunks    the team's row chunks raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
@@ -146,6 +152,26 @@ if [ "${1:-}" = nc ]; then
         --kernels "$f32;$f32:nc=512;$f32:nc=1024;$f32:nc=2048" --threads 16 \
         --sizes 1024,2048,4096 --rounds 7 --pause 0.3 --json "$OUT/nc_16t.json"
   } 2>&1 | tee "$OUT/device_nc.log"
+  exit 0
+fi
+if [ "${1:-}" = parts ]; then
+  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
+  v="$f32;$f32:parts=2;$f32:parts=4;$f32:parts=8;$f32:parts=4,chunks=8"
+  t16="env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16"
+  {
+    for p in pause:0.3 b2b:0; do
+      run $t16 python3 -m microkernel compare --kernels "$v" --threads 16 --sizes 1024,2048,4096 \
+          --rounds 7 --pause "${p#*:}" --json "$OUT/parts_16t_${p%%:*}.json"
+    done
+  } 2>&1 | tee "$OUT/device_parts.log"
+  exit 0
+fi
+if [ "${1:-}" = scaling ]; then
+  {
+    run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --rounds 7 --repeats 2 \
+        --libs "microkernel team,microkernel team parts=4,microkernel team parts=8,microkernel team bind,numpy,torch" \
+        --out "$OUT"
+  } 2>&1 | tee "$OUT/device_scaling.log"
   exit 0
 fi
 if [ "${1:-}" = chunks ]; then

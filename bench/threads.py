@@ -9,8 +9,10 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    :class:`microkernel.timing.Rounds`, with only that library in the round), medians.
    microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices; the
    team with its dynamic rows, 4 chunks per thread by default, and with the blocking's
-   chunks=0 (static: a fixed share per thread), 2 and 8, and with
-   MICROKERNEL_TEAM_GRID=square), so the switch between them is measured, not
+   chunks=0 (static: a fixed share per thread), 2 and 8, with its units split into 4 and
+   8 parts of each B block's columns (parts=4, 8), with MICROKERNEL_TEAM_GRID=square,
+   and with its threads bound to the cores (OMP_PROC_BIND=close OMP_PLACES=cores:
+   "bind")), so the switch between them is measured, not
    assumed, and with the team also fully passive (OMP_WAIT_POLICY=PASSIVE) and with
    libgomp's default spin (300,000): ours, GOMP_SPINCOUNT=20000, between the two.
    With ``--repeats N`` every library's process runs N times, the libraries in turn
@@ -61,9 +63,10 @@ ALONE = textwrap.dedent("""
             if lib.startswith("microkernel"):
                 import microkernel as mk
                 k = mk.get_kernel()
-                # "... static": fixed shares; "... chunks=N": the team's dynamic rows
-                blk = ({"chunks": 0} if lib.endswith("static") else
-                       {"chunks": int(lib.split("chunks=")[1])} if "chunks=" in lib else None)
+                # "... static": fixed shares; "... chunks=N" / "parts=N": the team's
+                # dynamic units per thread / the parts of a B block's columns they split
+                blk = {w.split("=")[0]: int(w.split("=")[1]) for w in lib.split() if "=" in w}
+                blk = {"chunks": 0} if lib.endswith("static") else blk or None
                 fn = lambda: mk.gemm(A, B, C, kernel=k, threads=t, blocking=blk)
             elif lib == "numpy":
                 fn = lambda: np.matmul(A, B, out=C)
@@ -105,6 +108,8 @@ def main():
                     help="processes per library, the libraries in turn (default 1)")
     ap.add_argument("--libs", default=None,
                     help="comma-separated library names to run alone (default: all)")
+    ap.add_argument("--interleaved", type=int, default=1, choices=(0, 1),
+                    help="0: skip the interleaved runs (default 1)")
     ap.add_argument("--variants-threads", default=None,
                     help="thread counts of the passive / spin300k / chunks variants (default: "
                          "the largest)")
@@ -121,6 +126,10 @@ def main():
             ("microkernel team static", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team chunks=2", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team chunks=8", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel team parts=4", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel team parts=8", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel team bind", {"MICROKERNEL_THREADING": "team", "OMP_PROC_BIND": "close",
+                                       "OMP_PLACES": "cores"}),
             ("microkernel team passive", {"MICROKERNEL_THREADING": "team",
                                           "OMP_WAIT_POLICY": "PASSIVE"}),
             ("microkernel team spin300k", {"MICROKERNEL_THREADING": "team",
@@ -142,7 +151,8 @@ def main():
     for rep in range(args.repeats):
         for lib, env in libs:
             ts = (vthreads if lib.endswith(("passive", "spin300k", "chunks=2", "chunks=8"))
-                  else [t for t in threads if t > 1] if lib.endswith(("square", "static"))
+                  else [t for t in threads if t > 1]
+                  if lib.endswith(("square", "static", "parts=4", "parts=8", "bind"))
                   else threads)
             for r in alone(lib, ts, sizes, env):
                 runs.setdefault((lib, r["threads"], r["n"]), []).append(r)
@@ -158,7 +168,7 @@ def main():
     inter = {}
     spin_cut = {"OPENBLAS_THREAD_TIMEOUT": "4", "GOMP_SPINCOUNT": "20000"}
     for tag, pause, env_extra in (("0", "0", {}), ("pause", None, {}),
-                                  ("0_spin_cut", "0", spin_cut)):
+                                  ("0_spin_cut", "0", spin_cut))[:3 * args.interleaved]:
         path = out / f"threads_interleaved_{tag}.json"
         cmd = [sys.executable, "-m", "microkernel", "compare", "--kernels",
                "", "--sizes", ",".join(map(str, sizes)), "--threads", str(tmax),

@@ -652,11 +652,12 @@ static inline int64_t mk_panel_width(int64_t jp, int64_t w0, int64_t nr, int64_t
  * thread, or one running its own slice, is {0, 1, 0, 1, 0, 1}. */
 typedef struct {
     int t, nt, ti, tm, tj, tn;
-    int64_t *next;      /* dynamic rows (see mk_loops): the team's chunk counter, or NULL */
-    int64_t chunk;      /* ... and the rows of one chunk (a multiple of MR) */
+    int64_t *next;      /* dynamic units (see mk_loops): the team's unit counter, or NULL */
+    int64_t chunk;      /* ... the rows of one unit (a multiple of MR) */
+    int64_t parts;      /* ... and the parts each block's NR panels are split into (>= 1) */
 } mk_team_pos;
 
-static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0};
+static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0, 1};
 
 /* The five loops of one GEMM, or of one thread's part of it.
  *
@@ -669,12 +670,16 @@ static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0};
  * block is free before it is overwritten, and complete before it is read); then each
  * thread takes its rows (a contiguous range of MR panels, row ti of tm) and its
  * columns (a contiguous range of NR panels of the block, column tj of tn), packs its
- * own A blocks and runs the jr and ir loops on them. With dynamic rows (tp->next: a
+ * own A blocks and runs the jr and ir loops on them. With dynamic units (tp->next: a
  * team of one column and blk->chunks > 0, the default) the rows are not fixed: after the
- * block is packed each thread takes the next chunk of tp->chunk rows from the team's
- * counter until none is left, so a thread on a slower (shared) core takes fewer and no
- * thread waits at the next barrier for a straggler's fixed share; the chunks are the
- * same on every run whoever takes them, so C is too. In a team each B panel is
+ * block is packed each thread takes the next unit from the team's counter until none is
+ * left, so a thread on a slower (shared) core takes fewer and no thread waits at the
+ * next barrier for a straggler's fixed share. A unit is a chunk of tp->chunk rows times
+ * one of tp->parts parts of the block's NR panels (part-major: the team works through
+ * one part of the B block, KC x NC/parts, before the next; each unit packs its own rows
+ * of A), so that a unit can be small without shortening the ir loop that reuses each B
+ * micro-panel. The units are the same on every run whoever takes them, so C is too. In
+ * a team each B panel is
  * MK_PACK_SLACK floats longer (b_stride), so that one thread's packing overrun never
  * lands in another's panel. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
@@ -749,11 +754,19 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                               b_pack + (w0 > 0 ? nr * kc : 0));
 #endif
             }
+            /* dynamic units: row chunks of mcb rows times `parts` parts of the panels */
+            const int64_t row_chunks = (m + mcb - 1) / mcb;
+            const int64_t parts = tp->next ? mk_min(tp->parts, npanels) : 1;
             for (int64_t ic = tp->next ? -1 : r0;;) {
-                if (tp->next) {                 /* dynamic rows: the team's next chunk */
-                    ic = __atomic_fetch_add(tp->next, 1, __ATOMIC_RELAXED) * mcb;
-                    if (ic >= m)
+                int64_t u0 = q0, u1 = q1;       /* this unit's NR panels */
+                if (tp->next) {                 /* dynamic units: the team's next one */
+                    const int64_t u = __atomic_fetch_add(tp->next, 1, __ATOMIC_RELAXED);
+                    if (u >= row_chunks * parts)
                         break;
+                    const int64_t part = u / row_chunks;
+                    ic = u % row_chunks * mcb;
+                    u0 = npanels * part / parts;
+                    u1 = npanels * (part + 1) / parts;
                 } else if (ic >= r1) {
                     break;
                 }
@@ -764,12 +777,12 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
 #else
                 mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
 #endif
-                for (int64_t jp = q0; jp < q1; ++jp) {
+                for (int64_t jp = u0; jp < u1; ++jp) {
                     const int64_t j = mk_panel_col(jp, w0, nr);
                     const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
                     /* the panel of the next jr step (the first one again for the next
                      * ic block), its bytes shared among this ir loop's calls */
-                    const char *next_b = (const char *)(b_pack + (jp + 1 < q1 ? jp + 1 : q0) * b_stride);
+                    const char *next_b = (const char *)(b_pack + (jp + 1 < u1 ? jp + 1 : u0) * b_stride);
                     const int64_t next_bytes = nr * kcp * (int64_t)sizeof(MK_TB);
                     (void)next_b; (void)next_bytes;
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
@@ -874,7 +887,8 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
                    MK_TC beta, MK_TC *c, int64_t rs_c, int64_t cs_c, int nthreads)
 {
     if (m < 0 || n < 0 || k < 0 || !uk || uk->mr < 1 || uk->nr < 1 || !blk
-        || blk->kc < 1 || blk->mc < 1 || blk->nc < 1 || blk->chunks < 0)
+        || blk->kc < 1 || blk->mc < 1 || blk->nc < 1 || blk->chunks < 0
+        || blk->parts < 1)
         return MK_EINVAL;
     if (m == 0 || n == 0)
         return MK_OK;
@@ -939,7 +953,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         if (!ws)
             return MK_ENOMEM;
         const int64_t chunks = blk->chunks;  /* > 0: dynamic rows; 0: fixed shares */
-        int64_t next_chunk = 0;            /* the dynamic rows' counter, shared */
+        int64_t next_chunk = 0;            /* the dynamic units' counter, shared */
 #pragma omp parallel num_threads(nthreads)
         {
 #ifdef _OPENMP
@@ -951,14 +965,16 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
             int gtm = tm, gtn = tn;
             if (nt != nthreads)
                 mk_team_grid(nt, m, n, mr, nr, &gtm, &gtn);
-            /* dynamic rows: chunks of whole MR panels, about `chunks` per thread */
+            /* dynamic units: about `chunks` per thread, each whole MR panels of rows
+             * times one of `parts` parts of the block's columns */
             const int64_t panels = (m + mr - 1) / mr;
             const int64_t ways = (int64_t)nt * (chunks > 0 ? chunks : 1);
-            const int64_t chunk = mk_min(mc_blk, (panels + ways - 1) / ways * mr);
+            const int64_t chunk = mk_min(mc_blk, (panels * blk->parts + ways - 1) / ways * mr);
             const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn,
                                     chunks > 0 && gtn == 1 && nt > 1 ? &next_chunk : NULL,
-                                    chunk};     /* a team of one (OMP_THREAD_LIMIT=1) has
-                                                   no barriers to reset the counter */
+                                    chunk, blk->parts};   /* a team of one (OMP_THREAD_LIMIT=1)
+                                                             has no barriers to reset the
+                                                             counter */
             char *mine = ws + b_shared + per_thread * (size_t)t;
             mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
                      beta, c, rs_c, cs_c, (MK_TA *)mine, (MK_TB *)ws,

@@ -376,7 +376,7 @@ static int run_cases(void)
             }
             mk_ukernel_desc d;
             kp->desc(&d);
-            mk_blocking blk = { h.kc, h.mc, h.nc, MK_TEAM_CHUNKS };
+            mk_blocking blk = { h.kc, h.mc, h.nc, MK_TEAM_CHUNKS, MK_TEAM_PARTS };
             status = t->driver(&d, &blk, h.m, h.n, h.k, h.alpha,
                                a + h.off_a * h.esize_a, h.rs_a, h.cs_a,
                                b + h.off_b * h.esize_b, h.rs_b, h.cs_b,

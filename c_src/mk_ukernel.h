@@ -64,15 +64,20 @@ typedef struct {
 
 /* Cache blocking in elements: KC (depth of a packed panel, sized for L1),
  * MC (rows of the packed A block, L2), NC (columns of the packed B block, L3); and how
- * a team of threads shares the rows of C (driver.c, mk_loops): chunks > 0, dynamic rows
- * (chunks from a counter, about that many per thread); 0, a fixed share per thread. */
+ * a team of threads shares each block of C (driver.c, mk_loops): chunks > 0, dynamic
+ * units (from a counter, about that many per thread); 0, a fixed share per thread;
+ * parts >= 1, the dynamic units split the block's NR panels into that many parts
+ * (BLIS's jr ways, taken dynamically; 1: each unit is a chunk of whole rows). */
 typedef struct {
     int64_t kc, mc, nc;
     int64_t chunks;
+    int64_t parts;
 } mk_blocking;
 
-/* The model's chunks (microkernel.blocking.TEAM_CHUNKS; a test checks they agree), for
- * the C mains that build an mk_blocking themselves (the sanitizer and aarch64 harnesses). */
+/* The model's chunks and parts (microkernel.blocking.TEAM_CHUNKS, TEAM_PARTS; a test
+ * checks they agree), for the C mains that build an mk_blocking themselves (the
+ * sanitizer and aarch64 harnesses). */
 #define MK_TEAM_CHUNKS 4
+#define MK_TEAM_PARTS 1
 
 #endif

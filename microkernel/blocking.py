@@ -43,7 +43,7 @@ import dataclasses
 import math
 
 __all__ = ["Blocking", "model_blocking", "FALLBACK", "NC_CAP", "A_BLOCK_L1S", "panel_bytes",
-           "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS"]
+           "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
@@ -55,25 +55,32 @@ L2_PANEL_ROW_BYTES = 4096
 #: from a shared counter so that a thread on a slower core takes fewer. Measured on the
 #: 16-core Sapphire Rapids host (docs/design-notes.md, threads). C mains: MK_TEAM_CHUNKS.
 TEAM_CHUNKS = 4
+#: ... and the parts each B block's NR panels are split into, so that a unit is a chunk
+#: of rows times a part of the block's columns (BLIS's jr ways, taken dynamically): the
+#: units get smaller without shortening the ir loop over each B micro-panel. C mains:
+#: MK_TEAM_PARTS.
+TEAM_PARTS = 1
 
 
 @dataclasses.dataclass(frozen=True)
 class Blocking:
     """KC, MC, NC in elements and the reason each was chosen; ``chunks``: how a team of
-    threads shares C's rows (> 0: dynamic, about that many chunks per thread; 0: a
-    fixed share each)."""
+    threads shares each block of C (> 0: dynamic units, about that many per thread; 0:
+    a fixed share of rows each); ``parts``: the dynamic units split each B block's NR
+    panels into this many parts (1: a unit is a chunk of whole rows)."""
     kc: int
     mc: int
     nc: int
     why: tuple[str, ...] = ()
     chunks: int = TEAM_CHUNKS
+    parts: int = TEAM_PARTS
 
     def replace(self, **kw) -> "Blocking":
-        """A copy with some of kc/mc/nc/chunks overridden (None keeps the model's
-        value). Raises ValueError for kc/mc/nc < 1 or chunks < 0."""
+        """A copy with some of kc/mc/nc/chunks/parts overridden (None keeps the model's
+        value). Raises ValueError for kc/mc/nc/parts < 1 or chunks < 0."""
         kw = {k: v for k, v in kw.items() if v is not None}
         for k, v in kw.items():
-            low = 0 if k == "chunks" else 1
+            low = 0 if k == "chunks" else 1   # parts, kc, mc, nc: >= 1
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
                 what = "a non-negative" if low == 0 else "a positive"
                 raise ValueError(f"blocking {k} must be {what} integer, got {v!r}")

@@ -88,10 +88,11 @@ _PLANS: dict = {}  # id(kernel) -> (kernel, ffi, lib, model mk_blocking *); hold
 
 def _c_blocking(ffi, blk: Blocking):
     """``mk_blocking *`` for blk in ffi's module (cdata types differ between modules)."""
-    key = (id(ffi), blk.kc, blk.mc, blk.nc, blk.chunks)
+    key = (id(ffi), blk.kc, blk.mc, blk.nc, blk.chunks, blk.parts)
     cblk = _CBLOCKING.get(key)
     if cblk is None:
-        cblk = _CBLOCKING[key] = ffi.new("mk_blocking *", (blk.kc, blk.mc, blk.nc, blk.chunks))
+        cblk = _CBLOCKING[key] = ffi.new("mk_blocking *", (blk.kc, blk.mc, blk.nc, blk.chunks,
+                                                           blk.parts))
     return cblk
 
 
@@ -208,7 +209,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         (``$MICROKERNEL_NUM_THREADS`` or a threadpoolctl limit override it), fewer for
         a small problem (:func:`microkernel.threads.threads_for`).
     blocking : Blocking or dict, optional
-        KC/MC/NC override (and ``chunks``, a team's rows: 0 a fixed share per thread);
+        KC/MC/NC override (and ``chunks``, a team's units per thread: 0 a fixed share
+        of rows each; ``parts``, the parts of a B block's columns the units split);
         default from the analytical model on the probed caches.
 
     Returns

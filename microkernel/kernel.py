@@ -18,7 +18,7 @@ from .tile import TileSpec
 
 #: What both module kinds declare: the blocking (c_src/mk_ukernel.h), MR, NR ...
 _CDEF_HEAD = """
-typedef struct { int64_t kc, mc, nc, chunks; } mk_blocking;
+typedef struct { int64_t kc, mc, nc, chunks, parts; } mk_blocking;
 int64_t mk_mr(void);
 int64_t mk_nr(void);
 """

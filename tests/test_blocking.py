@@ -95,14 +95,21 @@ def test_tile_register_isas_block_for_the_l2(a_bytes, b_bytes, kc, mc):
 
 def test_team_chunks_default_agrees_with_the_c_mains_and_overrides_are_checked():
     # the C mains (sanitizer, aarch64 harness) build their mk_blocking with MK_TEAM_CHUNKS
+    # and MK_TEAM_PARTS
     import re
     from pathlib import Path
-    from microkernel.blocking import TEAM_CHUNKS
+    from microkernel.blocking import TEAM_CHUNKS, TEAM_PARTS
     header = (Path(__file__).parents[1] / "c_src" / "mk_ukernel.h").read_text()
     assert int(re.search(r"#define MK_TEAM_CHUNKS (\d+)", header)[1]) == TEAM_CHUNKS
+    assert int(re.search(r"#define MK_TEAM_PARTS (\d+)", header)[1]) == TEAM_PARTS
     assert FALLBACK.chunks == TEAM_CHUNKS and FALLBACK.replace(chunks=0).chunks == 0
+    assert FALLBACK.parts == TEAM_PARTS and FALLBACK.replace(parts=3).parts == 3
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="chunks must be a non-negative integer"):
             FALLBACK.replace(chunks=bad)
+    for bad in (0, -2, 2.0):
+        with pytest.raises(ValueError, match="parts must be a positive integer"):
+            FALLBACK.replace(parts=bad)
     from microkernel.commands.common import blocking_arg
     assert blocking_arg("kc=64,chunks=0") == {"kc": 64, "chunks": 0}
+    assert blocking_arg("parts=4,chunks=8") == {"parts": 4, "chunks": 8}

@@ -15,7 +15,8 @@ import pytest
 SCRIPT = textwrap.dedent("""
     import json, os, numpy as np, ml_dtypes, microkernel as mk
     from microkernel import validate
-    CHUNKS = int(os.environ["CHUNKS"])        # the team's rows: 0 fixed shares, else dynamic
+    CHUNKS = int(os.environ["CHUNKS"])        # the team's units: 0 fixed shares, else dynamic
+    PARTS = int(os.environ.get("PARTS", "1"))  # ... and the parts of a B block's columns
     rng = np.random.default_rng(7)
     bad = []
     kernels = [k for k in (mk.kernels()[0], "scalar_3x5") if k]
@@ -28,7 +29,8 @@ SCRIPT = textwrap.dedent("""
                 C0 = rng.standard_normal((n, m)).astype(np.float32).T      # column-major C
                 C = C0.copy(order="F")
                 mk.gemm(A, B, C, alpha=1.5, beta=0.5, kernel=name, threads=threads,
-                        blocking={"kc": 32, "mc": 24, "nc": 48, "chunks": CHUNKS})
+                        blocking={"kc": 32, "mc": 24, "nc": 48, "chunks": CHUNKS,
+                                  "parts": PARTS})
                 ref, bound = validate.reference(A, B, C0, 1.5, 0.5)
                 ok, ratio, _, detail = validate.check(C, ref, bound)
                 if not ok:
@@ -41,23 +43,30 @@ SCRIPT = textwrap.dedent("""
     A = rng.integers(-128, 128, (99, 201)).astype(np.int8)
     B = rng.integers(-128, 128, (201, 77)).astype(np.int8)
     for threads in (2, 5):
-        C = mk.gemm(A, B, threads=threads, blocking={"kc": 64, "mc": 24, "nc": 48, "chunks": CHUNKS})
+        C = mk.gemm(A, B, threads=threads, blocking={"kc": 64, "mc": 24, "nc": 48, "chunks": CHUNKS,
+                                                               "parts": PARTS})
         if not np.array_equal(C.astype(np.int64), A.astype(np.int64) @ B.astype(np.int64)):
             bad.append(["s8s8", threads])
     print("RESULT " + json.dumps(bad))
 """)
 
 
-@pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1", "team square",
-                                  "team limit=1", "slices"])
+@pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1", "team parts=3",
+                                  "team parts=9 chunks=1", "team square", "team limit=1",
+                                  "slices"])
 def test_each_thread_decomposition_is_correct(mode, tmp_path):
-    # "team": dynamic rows (chunks from a counter, 4 per thread); "team static": each
+    # "team": dynamic units (rows from a counter, 4 per thread); "team static": each
     # thread a fixed share; "team chunks=1": one chunk per thread (the counter's
-    # last-chunk edge); "team square": the grid of MICROKERNEL_TEAM_GRID=square; "team
-    # limit=1": OMP_THREAD_LIMIT=1 gives the team one thread whatever is asked
+    # last-chunk edge); "team parts=3": units of a chunk of rows times a third of the
+    # block's panels (48 columns: 3 panels or fewer, parts that differ in width); "parts=9
+    # chunks=1": more parts than a block has panels; "team square": the grid of
+    # MICROKERNEL_TEAM_GRID=square; "team limit=1": OMP_THREAD_LIMIT=1 gives the team one
+    # thread whatever is asked
+    words = dict(w.split("=") for w in mode.split()[1:] if "=" in w)
     env = {**os.environ, "MICROKERNEL_THREADING": mode.split()[0],
            "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows",
-           "CHUNKS": "0" if mode.endswith("static") else "1" if mode.endswith("chunks=1") else "4"}
+           "CHUNKS": "0" if mode.endswith("static") else words.get("chunks", "4"),
+           "PARTS": words.get("parts", "1")}
     if mode.endswith("limit=1"):
         env["OMP_THREAD_LIMIT"] = "1"
     res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,

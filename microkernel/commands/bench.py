@@ -72,9 +72,10 @@ def add_arguments(p) -> None:
     p.add_argument("--min-time", type=nonneg_float, default=0.02,
                    help="seconds each sample lasts at least (default 0.02)")
     p.add_argument("--peers", help="reference libraries (default: every one installed)")
-    p.add_argument("--blocking", type=blocking_arg, metavar="kc=N,mc=N,nc=N,chunks=N",
+    p.add_argument("--blocking", type=blocking_arg, metavar="kc=N,mc=N,nc=N,chunks=N,parts=N",
                    help="override the model's gemm() blocking (any of KC, MC, NC in elements; "
-                        "chunks: a team's rows per thread, 0 a fixed share)")
+                        "chunks: a team's units per thread, 0 a fixed share; parts: the parts "
+                        "of a B block's columns the units split)")
     add_dtype_argument(p, "input types (microkernel.dtypes): bf16, f16, f16h (fp16 "
                        "accumulation), s8s8, u8s8, u8u8; default: the first --kernel's, else "
                        "f32. Kernels of those types, each against its own instruction's peak; "
@@ -129,7 +130,7 @@ def run(args) -> int:
               "rounds": args.rounds, "l1": [], "gemm": [], "dtype": dtype,
               "own_peaks": ({n: fig[n] for n in set(own.values())} if own else None),
               "gemm_blocking": {"kc": blk.kc, "mc": blk.mc, "nc": blk.nc, "chunks": blk.chunks,
-                                "overridden": sorted(args.blocking or ())}}
+                                "parts": blk.parts, "overridden": sorted(args.blocking or ())}}
     t = Table(title=f"micro-kernel in L1 (K={args.kc}) and the {best.spec.isa} FMA peak "
                     f"{_iv(peak)} GFLOP/s, {args.rounds} interleaved rounds, medians "
                     f"[95% intervals]", box=box.SIMPLE_HEAD, title_justify="left")

@@ -176,13 +176,13 @@ class Progress:
         self.close()
 
 
-_BLOCKING_ITEM = re.compile(r"(kc|mc|nc|chunks)=\+?([0-9]+)", re.ASCII)
+_BLOCKING_ITEM = re.compile(r"(kc|mc|nc|chunks|parts)=\+?([0-9]+)", re.ASCII)
 
 
 def blocking_arg(text: str) -> dict[str, int]:
     """argparse type: ``"kc=384,mc=96"`` -> ``{"kc": 384, "mc": 96}`` (any of kc, mc,
-    nc, each once, in elements; and ``chunks``, a team's rows per thread, 0: fixed
-    shares)."""
+    nc, each once, in elements; ``chunks``, a team's units per thread, 0: fixed
+    shares; ``parts``, the parts of each B block's columns the team's units split)."""
     out = {}
     for part in csv(text):
         item = _BLOCKING_ITEM.fullmatch(part.replace(" ", "").lower())
@@ -192,6 +192,6 @@ def blocking_arg(text: str) -> dict[str, int]:
         out[item[1]] = int(item[2])
     if not out:
         raise argparse.ArgumentTypeError(
-            f"expected kc=N,mc=N,nc=N[,chunks=N] (any of them, each once; kc, mc, nc in "
+            f"expected kc=N,mc=N,nc=N[,chunks=N,parts=N] (any of them, each once; kc, mc, nc in "
             f"elements), got {text!r}")
     return out

@@ -5,11 +5,13 @@
     microkernel compare --kernels "avx2_4x24_u8;avx2_4x24_u8@my_4x24.c" --sizes 1024
     microkernel compare --kernels amx_bf16_32x32,avx512bf16_8x32 --dtype bf16 --sizes 1024
     microkernel compare --kernels "avx512_8x32_u4;avx512_8x32_u4:chunks=0" --threads 16
+    microkernel compare --kernels "avx512_8x32_u4;avx512_8x32_u4:parts=4" --threads 16
 
-Each contender is ``NAME[@SOURCE.c][:kc=N,mc=N,nc=N,chunks=N]``: a tile, optionally
-with a micro-kernel source of its own (which must first pass the whole edge catalogue)
-and a blocking override (``chunks``: how a team of threads shares C's rows, 0 a fixed
-share per thread; see :class:`microkernel.blocking.Blocking`). Contenders are separated by ',' (or ';' when any has a blocking).
+Each contender is ``NAME[@SOURCE.c][:kc=N,mc=N,nc=N,chunks=N,parts=N]``: a tile,
+optionally with a micro-kernel source of its own (which must first pass the whole edge
+catalogue) and a blocking override (``chunks``: a team's dynamic units per thread, 0 a
+fixed share of rows each; ``parts``: the parts of each B block's columns the units
+split; see :class:`microkernel.blocking.Blocking`). Contenders are separated by ',' (or ';' when any has a blocking).
 Every contender's result is checked once per shape against the float64 reference;
 then all of them and the peers (numpy, and torch / blis where installed) are timed in
 the same interleaved rounds (:mod:`microkernel.timing`). Printed: per shape GFLOP/s
@@ -34,7 +36,7 @@ __all__ = ["add_arguments", "run", "parse_contenders"]
 
 def add_arguments(p) -> None:
     p.add_argument("--kernels", required=True,
-                   help="contenders NAME[@SOURCE.c][:kc=N,mc=N,nc=N,chunks=N], ',' or ';' "
+                   help="contenders NAME[@SOURCE.c][:kc=N,mc=N,nc=N,chunks=N,parts=N], ',' or ';' "
                         "separated")
     p.add_argument("--sizes", default=None,
                    help="square sizes n, comma-separated (default 512,1024,2048 without "

@@ -345,7 +345,7 @@ static int run_case(const san_kernel *kn, const san_case *cs)
 
     mk_ukernel_desc d = {kn->mr, kn->nr, kn->ukernel, kn->edge};
     mk_blocking blk = {cs->kc > 0 ? cs->kc : kn->kc, cs->mc > 0 ? cs->mc : kn->mc,
-                       cs->nc > 0 ? cs->nc : kn->nc, MK_TEAM_CHUNKS};
+                       cs->nc > 0 ? cs->nc : kn->nc, MK_TEAM_CHUNKS, MK_TEAM_PARTS};
     int threads = cs->threads > 1 ? cs->threads : g_threads;
     int ret = mk_gemm_driver(&d, &blk, m, n, k, cs->alpha, A.v, A.rs, A.cs, B.v, B.rs, B.cs,
                              cs->beta, C.v, C.rs, C.cs, threads);
