@@ -40,8 +40,9 @@
 #                                      block's columns (`compare` NAME:parts=N) at 16 threads
 #                                      with numpy and PyTorch, paused and back to back
 #   bash bench/device_cpu.sh scaling   issue 24: bench/threads.py at 1 and 16 threads for the
-#                                      team, parts=4 / 8 and bound threads, numpy and PyTorch
-#                                      alone (2 processes each), then interleaved
+#                                      team, its old units (parts=1 chunks=4), bound threads,
+#                                      numpy and PyTorch alone (2 processes each), interleaved
+#   bash bench/device_cpu.sh scaling3  the same alone at 1, 4 and 16 threads, 3 processes each
 #   bash bench/device_cpu.sh chunks    the team's row chunks raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
@@ -169,9 +170,18 @@ fi
 if [ "${1:-}" = scaling ]; then
   {
     run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --rounds 7 --repeats 2 \
-        --libs "microkernel team,microkernel team parts=4,microkernel team parts=8,microkernel team bind,numpy,torch" \
+        --libs "microkernel team,microkernel team parts=1 chunks=4,microkernel team bind,numpy,torch" \
         --out "$OUT"
   } 2>&1 | tee "$OUT/device_scaling.log"
+  exit 0
+fi
+if [ "${1:-}" = scaling3 ]; then
+  # the same alone, at 1, 4 and 16 threads, 3 processes each, no interleaved runs
+  {
+    run python3 bench/threads.py --threads 1,4,16 --sizes 1024,2048,4096 --repeats 3 \
+        --libs "microkernel team,microkernel team parts=1 chunks=4,numpy,torch" --interleaved 0 \
+        --out "$OUT"
+  } 2>&1 | tee "$OUT/device_scaling3.log"
   exit 0
 fi
 if [ "${1:-}" = chunks ]; then

@@ -9,8 +9,8 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    :class:`microkernel.timing.Rounds`, with only that library in the round), medians.
    microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices; the
    team with its dynamic rows, 4 chunks per thread by default, and with the blocking's
-   chunks=0 (static: a fixed share per thread), 2 and 8, with its units split into 4 and
-   8 parts of each B block's columns (parts=4, 8), with MICROKERNEL_TEAM_GRID=square,
+   chunks=0 (static: a fixed share per thread), 2 and 8, with its units split into 1 and
+   8 parts of each B block's columns (parts=1 chunks=4: the team before 2026-12-04; parts=8), with MICROKERNEL_TEAM_GRID=square,
    and with its threads bound to the cores (OMP_PROC_BIND=close OMP_PLACES=cores:
    "bind")), so the switch between them is measured, not
    assumed, and with the team also fully passive (OMP_WAIT_POLICY=PASSIVE) and with
@@ -126,7 +126,7 @@ def main():
             ("microkernel team static", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team chunks=2", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team chunks=8", {"MICROKERNEL_THREADING": "team"}),
-            ("microkernel team parts=4", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel team parts=1 chunks=4", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team parts=8", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team bind", {"MICROKERNEL_THREADING": "team", "OMP_PROC_BIND": "close",
                                        "OMP_PLACES": "cores"}),
@@ -152,7 +152,7 @@ def main():
         for lib, env in libs:
             ts = (vthreads if lib.endswith(("passive", "spin300k", "chunks=2", "chunks=8"))
                   else [t for t in threads if t > 1]
-                  if lib.endswith(("square", "static", "parts=4", "parts=8", "bind"))
+                  if lib.endswith(("square", "static", "bind")) or "parts=" in lib
                   else threads)
             for r in alone(lib, ts, sizes, env):
                 runs.setdefault((lib, r["threads"], r["n"]), []).append(r)

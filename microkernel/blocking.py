@@ -54,12 +54,12 @@ L2_PANEL_ROW_BYTES = 4096
 #: A team's dynamic rows (c_src/driver.c, mk_loops): chunks of C's rows per thread, taken
 #: from a shared counter so that a thread on a slower core takes fewer. Measured on the
 #: 16-core Sapphire Rapids host (docs/design-notes.md, threads). C mains: MK_TEAM_CHUNKS.
-TEAM_CHUNKS = 4
+TEAM_CHUNKS = 8
 #: ... and the parts each B block's NR panels are split into, so that a unit is a chunk
 #: of rows times a part of the block's columns (BLIS's jr ways, taken dynamically): the
 #: units get smaller without shortening the ir loop over each B micro-panel. C mains:
 #: MK_TEAM_PARTS.
-TEAM_PARTS = 1
+TEAM_PARTS = 4
 
 
 @dataclasses.dataclass(frozen=True)
