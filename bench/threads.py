@@ -8,9 +8,10 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    every thread count and size: a warm-up call, then 7 samples (the timing engine,
    :class:`microkernel.timing.Rounds`, with only that library in the round), medians.
    microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices; the
-   team with its dynamic rows, 4 chunks per thread by default, and with the blocking's
-   chunks=0 (static: a fixed share per thread), 2 and 8, with its units split into 1 and
-   8 parts of each B block's columns (parts=1 chunks=4: the team before 2026-12-04; parts=8), with MICROKERNEL_TEAM_GRID=square,
+   team with its dynamic units (8 per thread, each rows x a quarter of the B block's
+   columns, by default), and with the blocking's chunks=0 (static: a fixed share per
+   thread), 2 and 8, with its units of whole rows (parts=1 chunks=4: the team before
+   2026-12-04) or an eighth of the columns (parts=8), with MICROKERNEL_TEAM_GRID=square,
    and with its threads bound to the cores (OMP_PROC_BIND=close OMP_PLACES=cores:
    "bind")), so the switch between them is measured, not
    assumed, and with the team also fully passive (OMP_WAIT_POLICY=PASSIVE) and with

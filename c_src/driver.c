@@ -952,7 +952,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         char *ws = (char *)mk_ws_get(b_shared + per_thread * (size_t)nthreads);
         if (!ws)
             return MK_ENOMEM;
-        const int64_t chunks = blk->chunks;  /* > 0: dynamic rows; 0: fixed shares */
+        const int64_t chunks = blk->chunks;  /* > 0: dynamic units; 0: fixed shares */
         int64_t next_chunk = 0;            /* the dynamic units' counter, shared */
 #pragma omp parallel num_threads(nthreads)
         {

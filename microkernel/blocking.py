@@ -51,9 +51,10 @@ A_BLOCK_L1S = 2  # the packed A block (MC x KC) holds at most this many L1 data 
 #: Tile-register ISAs (AMX): bytes of one packed A row (KC x S_A) -- KC = 2048 bf16
 #: elements, 4096 int8 ones. See :func:`model_blocking` (``l2_panels``).
 L2_PANEL_ROW_BYTES = 4096
-#: A team's dynamic rows (c_src/driver.c, mk_loops): chunks of C's rows per thread, taken
-#: from a shared counter so that a thread on a slower core takes fewer. Measured on the
-#: 16-core Sapphire Rapids host (docs/design-notes.md, threads). C mains: MK_TEAM_CHUNKS.
+#: A team's dynamic units (c_src/driver.c, mk_loops) per thread, taken from a shared
+#: counter so that a thread on a slower core takes fewer. Measured on the 16-core
+#: Sapphire Rapids host (docs/design-notes.md, threads: 8 with TEAM_PARTS = 4, +11.8%
+#: at 16 threads over 4 chunks of whole rows). C mains: MK_TEAM_CHUNKS.
 TEAM_CHUNKS = 8
 #: ... and the parts each B block's NR panels are split into, so that a unit is a chunk
 #: of rows times a part of the block's columns (BLIS's jr ways, taken dynamically): the

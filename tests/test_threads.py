@@ -51,22 +51,24 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1", "team parts=3",
+@pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1",
+                                  "team parts=1 chunks=4", "team parts=3",
                                   "team parts=9 chunks=1", "team square", "team limit=1",
                                   "slices"])
 def test_each_thread_decomposition_is_correct(mode, tmp_path):
-    # "team": dynamic units (rows from a counter, 4 per thread); "team static": each
-    # thread a fixed share; "team chunks=1": one chunk per thread (the counter's
-    # last-chunk edge); "team parts=3": units of a chunk of rows times a third of the
-    # block's panels (48 columns: 3 panels or fewer, parts that differ in width); "parts=9
-    # chunks=1": more parts than a block has panels; "team square": the grid of
-    # MICROKERNEL_TEAM_GRID=square; "team limit=1": OMP_THREAD_LIMIT=1 gives the team one
-    # thread whatever is asked
+    # "team": the default dynamic units (from a counter, 8 per thread, each a chunk of rows
+    # times a quarter of the block's panels: 48 columns, 2 panels of 24 or 10 of 5, so
+    # fewer panels than parts, or parts of 2 and 3 panels); "team static": each thread a
+    # fixed share; "team chunks=1": one unit per thread (the counter's last-unit edge);
+    # "parts=1 chunks=4": units of whole rows (the team before 2026-12-04); "parts=3":
+    # thirds of the panels; "parts=9 chunks=1": more parts than a block has panels; "team
+    # square": the grid of MICROKERNEL_TEAM_GRID=square; "team limit=1": OMP_THREAD_LIMIT=1
+    # gives the team one thread whatever is asked
     words = dict(w.split("=") for w in mode.split()[1:] if "=" in w)
     env = {**os.environ, "MICROKERNEL_THREADING": mode.split()[0],
            "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows",
-           "CHUNKS": "0" if mode.endswith("static") else words.get("chunks", "4"),
-           "PARTS": words.get("parts", "1")}
+           "CHUNKS": "0" if mode.endswith("static") else words.get("chunks", "8"),
+           "PARTS": words.get("parts", "4")}
     if mode.endswith("limit=1"):
         env["OMP_THREAD_LIMIT"] = "1"
     res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
