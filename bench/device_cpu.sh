@@ -43,6 +43,10 @@
 #                                      team, its old units (parts=1 chunks=4), bound threads,
 #                                      numpy and PyTorch alone (2 processes each), interleaved
 #   bash bench/device_cpu.sh scaling3  the same alone at 1, 4 and 16 threads, 3 processes each
+#   bash bench/device_cpu.sh teamnc    the team's NC past NC_CAP and 16 units per thread, raced
+#                                      at 16 threads on 4096 and 6144
+#   bash bench/device_cpu.sh units     the units' NC / chunks / parts raced at 16 threads, then
+#                                      the scaling at 4096 alone (default and NC = 4096)
 #   bash bench/device_cpu.sh chunks    the team's row chunks raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
@@ -173,6 +177,33 @@ if [ "${1:-}" = scaling ]; then
         --libs "microkernel team,microkernel team parts=1 chunks=4,microkernel team bind,numpy,torch" \
         --out "$OUT"
   } 2>&1 | tee "$OUT/device_scaling.log"
+  exit 0
+fi
+if [ "${1:-}" = units ]; then
+  # the new units' blocking at 16 threads: one B block at n = 4096 (NC 4096 instead of two
+  # of 2048: half the barriers and tails), finer units, then the scaling alone
+  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
+  v="$f32;$f32:nc=4096;$f32:nc=4096,chunks=16;$f32:chunks=16;$f32:nc=4096,parts=8"
+  {
+    run python3 -c "import microkernel as mk; from microkernel.gemm import blocking_for; print(blocking_for(mk.get_kernel('$f32')))"
+    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
+        --kernels "$v" --threads 16 --sizes 2048,4096 --rounds 7 --pause 0.3 \
+        --json "$OUT/units_16t.json"
+    run python3 bench/threads.py --threads 1,16 --sizes 4096 --repeats 3 --interleaved 0 \
+        --libs "microkernel team,microkernel team nc=4096,numpy,torch" --out "$OUT"
+  } 2>&1 | tee "$OUT/device_units.log"
+  exit 0
+fi
+if [ "${1:-}" = teamnc ]; then
+  # the team's B block past NC_CAP (one block of up to 8192 columns: fewer barriers and
+  # tails, A packed once per block) and 16 units per thread, 11 paused rounds
+  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
+  v="$f32;$f32:nc=8192;$f32:nc=8192,chunks=16;$f32:chunks=16"
+  {
+    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
+        --kernels "$v" --threads 16 --sizes 4096,6144 --rounds 11 --pause 0.3 \
+        --json "$OUT/teamnc_16t.json"
+  } 2>&1 | tee "$OUT/device_teamnc.log"
   exit 0
 fi
 if [ "${1:-}" = scaling3 ]; then

@@ -129,6 +129,7 @@ def main():
             ("microkernel team chunks=8", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team parts=1 chunks=4", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team parts=8", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel team nc=4096", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team bind", {"MICROKERNEL_THREADING": "team", "OMP_PROC_BIND": "close",
                                        "OMP_PLACES": "cores"}),
             ("microkernel team passive", {"MICROKERNEL_THREADING": "team",
@@ -154,6 +155,7 @@ def main():
             ts = (vthreads if lib.endswith(("passive", "spin300k", "chunks=2", "chunks=8"))
                   else [t for t in threads if t > 1]
                   if lib.endswith(("square", "static", "bind")) or "parts=" in lib
+                  or lib.startswith("microkernel team nc=")
                   else threads)
             for r in alone(lib, ts, sizes, env):
                 runs.setdefault((lib, r["threads"], r["n"]), []).append(r)
