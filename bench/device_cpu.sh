@@ -43,6 +43,9 @@
 #                                      team, its old units (parts=1 chunks=4), bound threads,
 #                                      numpy and PyTorch alone (2 processes each), interleaved
 #   bash bench/device_cpu.sh scaling3  the same alone at 1, 4 and 16 threads, 3 processes each
+#   bash bench/device_cpu.sh teamcheck bench/team_check.py at 16 threads (the team's units against
+#                                      the float64 reference, and against the old units bit
+#                                      for bit), tests/test_threads.py and test_blocking.py
 #   bash bench/device_cpu.sh teamnc    the team's NC past NC_CAP and 16 units per thread, raced
 #                                      at 16 threads on 4096 and 6144
 #   bash bench/device_cpu.sh units     the units' NC / chunks / parts raced at 16 threads, then
@@ -192,6 +195,14 @@ if [ "${1:-}" = units ]; then
     run python3 bench/threads.py --threads 1,16 --sizes 4096 --repeats 3 --interleaved 0 \
         --libs "microkernel team,microkernel team nc=4096,numpy,torch" --out "$OUT"
   } 2>&1 | tee "$OUT/device_units.log"
+  exit 0
+fi
+if [ "${1:-}" = teamcheck ]; then
+  # correctness of the team's units with the AVX-512 default at 16 threads
+  {
+    run python3 bench/team_check.py --threads 16
+    run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py tests/test_blocking.py
+  } 2>&1 | tee "$OUT/device_teamcheck.log"
   exit 0
 fi
 if [ "${1:-}" = teamnc ]; then
