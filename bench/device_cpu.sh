@@ -61,6 +61,13 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"   # .whl/ wheels, PYTHONPATH, threads
 mk() { python3 -m microkernel "$@"; }
 run() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
+f32() { python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])'; }
+# race16 JSON SIZES ROUNDS PAUSE CONTENDERS: `microkernel compare` of blocking variants at
+# 16 threads, numpy and PyTorch (16 threads each) in the same rounds
+race16() {
+  run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
+      --kernels "$5" --threads 16 --sizes "$2" --rounds "$3" --pause "$4" --json "$OUT/$1"
+}
 if [ "${1:-}" = types ]; then
   exec bash "$(dirname "$0")/device_types.sh"
 fi
@@ -104,12 +111,10 @@ if [ "${1:-}" = amxdiag ]; then
   exit 0
 fi
 if [ "${1:-}" = blocking ]; then
-  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
-  v="$f32;$f32:mc=176;$f32:mc=352;$f32:kc=384,mc=480"
+  k=$(f32)
+  v="$k;$k:mc=176;$k:mc=352;$k:kc=384,mc=480"
   {
-    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
-        --kernels "$v" --sizes 2048,4096 --threads 16 --rounds 5 --pause 0.3 \
-        --json "$OUT/blocking_f32_16t.json"
+    race16 blocking_f32_16t.json 2048,4096 5 0.3 "$v"
     run env OMP_NUM_THREADS=4 OPENBLAS_NUM_THREADS=4 taskset -c 0-3 python3 -m microkernel \
         compare --kernels "$v" --sizes 4096 --threads 4 --rounds 3 --pause 0.3 \
         --json "$OUT/blocking_f32_4t.json"
@@ -154,22 +159,18 @@ if [ "${1:-}" = threads ]; then
   exit 0
 fi
 if [ "${1:-}" = nc ]; then
-  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
+  k=$(f32)
   {
-    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
-        --kernels "$f32;$f32:nc=512;$f32:nc=1024;$f32:nc=2048" --threads 16 \
-        --sizes 1024,2048,4096 --rounds 7 --pause 0.3 --json "$OUT/nc_16t.json"
+    race16 nc_16t.json 1024,2048,4096 7 0.3 "$k;$k:nc=512;$k:nc=1024;$k:nc=2048"
   } 2>&1 | tee "$OUT/device_nc.log"
   exit 0
 fi
 if [ "${1:-}" = parts ]; then
-  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
-  v="$f32;$f32:parts=2;$f32:parts=4;$f32:parts=8;$f32:parts=4,chunks=8"
-  t16="env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16"
+  k=$(f32)
   {
     for p in pause:0.3 b2b:0; do
-      run $t16 python3 -m microkernel compare --kernels "$v" --threads 16 --sizes 1024,2048,4096 \
-          --rounds 7 --pause "${p#*:}" --json "$OUT/parts_16t_${p%%:*}.json"
+      race16 "parts_16t_${p%%:*}.json" 1024,2048,4096 7 "${p#*:}" \
+          "$k;$k:parts=2;$k:parts=4;$k:parts=8;$k:parts=4,chunks=8"
     done
   } 2>&1 | tee "$OUT/device_parts.log"
   exit 0
@@ -185,13 +186,11 @@ fi
 if [ "${1:-}" = units ]; then
   # the new units' blocking at 16 threads: one B block at n = 4096 (NC 4096 instead of two
   # of 2048: half the barriers and tails), finer units, then the scaling alone
-  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
-  v="$f32;$f32:nc=4096;$f32:nc=4096,chunks=16;$f32:chunks=16;$f32:nc=4096,parts=8"
+  k=$(f32)
   {
-    run python3 -c "import microkernel as mk; from microkernel.gemm import blocking_for; print(blocking_for(mk.get_kernel('$f32')))"
-    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
-        --kernels "$v" --threads 16 --sizes 2048,4096 --rounds 7 --pause 0.3 \
-        --json "$OUT/units_16t.json"
+    run python3 -c "import microkernel as mk; from microkernel.gemm import blocking_for; print(blocking_for(mk.get_kernel('$k')))"
+    race16 units_16t.json 2048,4096 7 0.3 \
+        "$k;$k:nc=4096;$k:nc=4096,chunks=16;$k:chunks=16;$k:nc=4096,parts=8"
     run python3 bench/threads.py --threads 1,16 --sizes 4096 --repeats 3 --interleaved 0 \
         --libs "microkernel team,microkernel team nc=4096,numpy,torch" --out "$OUT"
   } 2>&1 | tee "$OUT/device_units.log"
@@ -208,12 +207,9 @@ fi
 if [ "${1:-}" = teamnc ]; then
   # the team's B block past NC_CAP (one block of up to 8192 columns: fewer barriers and
   # tails, A packed once per block) and 16 units per thread, 11 paused rounds
-  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
-  v="$f32;$f32:nc=8192;$f32:nc=8192,chunks=16;$f32:chunks=16"
+  k=$(f32)
   {
-    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
-        --kernels "$v" --threads 16 --sizes 4096,6144 --rounds 11 --pause 0.3 \
-        --json "$OUT/teamnc_16t.json"
+    race16 teamnc_16t.json 4096,6144 11 0.3 "$k;$k:nc=8192;$k:nc=8192,chunks=16;$k:chunks=16"
   } 2>&1 | tee "$OUT/device_teamnc.log"
   exit 0
 fi
@@ -227,17 +223,15 @@ if [ "${1:-}" = scaling3 ]; then
   exit 0
 fi
 if [ "${1:-}" = chunks ]; then
-  f32=$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')
-  v="$f32;$f32:chunks=0;$f32:chunks=2;$f32:chunks=8;$f32:chunks=16"
-  t16="env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16"
+  k=$(f32)
   {
-    run python3 bench/host_cores.py --kernel "$f32" --amx amx_bf16_32x32 --json "$OUT/host_cores.json"
+    run python3 bench/host_cores.py --kernel "$k" --amx amx_bf16_32x32 --json "$OUT/host_cores.json"
     for p in pause:0.3 b2b:0; do
-      run $t16 python3 -m microkernel compare --kernels "$v" --threads 16 --sizes 1024,2048,4096 \
-          --rounds 9 --pause "${p#*:}" --json "$OUT/chunks_16t_${p%%:*}.json"
+      race16 "chunks_16t_${p%%:*}.json" 1024,2048,4096 9 "${p#*:}" \
+          "$k;$k:chunks=0;$k:chunks=2;$k:chunks=8;$k:chunks=16"
     done
     run env OMP_NUM_THREADS=4 OPENBLAS_NUM_THREADS=4 taskset -c 0-3 python3 -m microkernel compare \
-        --kernels "$f32;$f32:chunks=0;$f32:chunks=8" --threads 4 --sizes 2048,4096 --rounds 5 \
+        --kernels "$k;$k:chunks=0;$k:chunks=8" --threads 4 --sizes 2048,4096 --rounds 5 \
         --pause 0.3 --json "$OUT/chunks_4t.json"
   } 2>&1 | tee "$OUT/device_chunks.log"
   exit 0
@@ -262,5 +256,5 @@ fi
   run python3 -m pytest -q -p no:cacheprovider tests/test_gemm.py tests/test_probe.py tests/test_build.py
   run taskset -c 2 python3 -m microkernel bench --sizes 256,512,1024 --json "$OUT/bench_avx512.json"
   run taskset -c 2 python3 -m microkernel sweep --isa avx512 --max-shapes 14 --json "$OUT/sweep_avx512.json"
-  run mk asm "$(python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])')" --no-measure
+  run mk asm "$(f32)" --no-measure
 } 2>&1 | tee "$OUT/device_cpu.log"
