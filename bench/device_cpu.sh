@@ -43,9 +43,6 @@
 #                                      team, its old units (parts=1 chunks=4), bound threads,
 #                                      numpy and PyTorch alone (2 processes each), interleaved
 #   bash bench/device_cpu.sh scaling3  the same alone at 1, 4 and 16 threads, 3 processes each
-#   bash bench/device_cpu.sh kchunk    issue 21: the AMX K chunks over groups of C tiles: the
-#                                      catalogue, raced against the kernel without them and
-#                                      PyTorch, `bench` with the tdpbf16ps peak, CPU 9
 #   bash bench/device_cpu.sh teamcheck bench/team_check.py at 16 threads (the team's units against
 #                                      the float64 reference, and against the old units bit
 #                                      for bit), tests/test_threads.py and test_blocking.py
@@ -197,23 +194,6 @@ if [ "${1:-}" = units ]; then
     run python3 bench/threads.py --threads 1,16 --sizes 4096 --repeats 3 --interleaved 0 \
         --libs "microkernel team,microkernel team nc=4096,numpy,torch" --out "$OUT"
   } 2>&1 | tee "$OUT/device_units.log"
-  exit 0
-fi
-if [ "${1:-}" = kchunk ]; then
-  # issue 21: the AMX kernels' K chunks over groups of C tiles (MK_KCHUNK, driver.c):
-  # the edge catalogue on the hardware, then raced against the same kernel without them
-  # (its source with the two defines dropped) beside PyTorch, and `bench` (% of the
-  # tdpbf16ps peak paired by round), one pinned CPU
-  mkdir -p .amxvar
-  grep -v "define MK_KCHUNK" c_src/ukernels/amx_bf16_32x32.c > .amxvar/nochunk_bf16.c
-  {
-    run mk validate --kernel amx_bf16_32x32 --quick
-    run taskset -c 9 python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 --rounds 7 \
-        --peers torch --kernels "amx_bf16_32x32;amx_bf16_32x32@.amxvar/nochunk_bf16.c" \
-        --json "$OUT/kchunk_bf16_cpu9.json"
-    run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
-        --sizes 4096 --rounds 5 --peers torch --json "$OUT/kchunk_bench_cpu9.json"
-  } 2>&1 | tee "$OUT/device_kchunk.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then

@@ -497,71 +497,6 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
 }
 
 
-#if defined(MK_KCHUNK) && defined(MK_MR) && defined(MK_NR)
-/* K chunks over a group of C tiles (a tile-register micro-kernel defines MK_KCHUNK and
- * MK_KCHUNK_TILES: codegen/amx.py). The ir loop of one full-width B micro-panel, in
- * groups of MK_KCHUNK_TILES full MR x NR tiles: for each chunk of MK_KCHUNK k, each tile
- * of the group accumulates into its own MR x NR buffer (on the stack, so in L1) with
- * the micro-kernel's direct path (alpha 1, beta 0 for the first chunk, 1 after), so the
- * chunk of the B micro-panel (MK_KCHUNK x NR) is read from L2 once and from L1 by the
- * group's other tiles, while the depth of the pass over C stays KC: after the last
- * chunk, C := alpha * buffer + beta * C, the only touch of C per KC block. The real C
- * tiles are prefetched while the last chunk computes. A partial last row of tiles goes
- * through mk_tile. Returns the rows it covered (whole MR tiles). mk_kchunk_groups counts
- * the groups run (tests/test_x86_emulated.py reads it: the path is taken). */
-static int64_t mk_kchunk_groups;
-static int64_t mk_tiles_kchunked(const mk_ukernel_desc *uk, int64_t mc, int64_t kcp,
-                                 const MK_TC *alpha, const MK_TA *a_pack, const MK_TB *bp,
-                                 const MK_TC *beta, MK_TC *c, int64_t rs_c,
-                                 const char *next_b, int64_t next_bytes)
-{
-    enum { G = MK_KCHUNK_TILES, MR = MK_MR, NR = MK_NR };
-    MK_TC buf[G * MR * NR] __attribute__((aligned(64)));
-    const MK_TC zero = 0, one = 1;
-    const int64_t tiles = mc / MR;
-    const int64_t chunks = (kcp + MK_KCHUNK - 1) / MK_KCHUNK;
-    const int64_t calls = tiles * chunks;     /* this panel's calls: the B prefetch's shares */
-    int64_t call = 0;
-    (void)uk; (void)next_b; (void)next_bytes;
-    for (int64_t g0 = 0; g0 < tiles; g0 += G) {
-        const int64_t gn = mk_min(G, tiles - g0);
-        __atomic_fetch_add(&mk_kchunk_groups, 1, __ATOMIC_RELAXED);
-        for (int64_t kk = 0; kk < kcp; kk += MK_KCHUNK) {
-            const int64_t kb = mk_min(MK_KCHUNK, kcp - kk);
-            if (kk + kb >= kcp)                  /* the last chunk: C's tiles into L2 */
-                for (int64_t g = 0; g < gn; ++g)
-                    for (int64_t i = 0; i < MR; ++i)
-                        for (int64_t j = 0; j < NR * (int64_t)sizeof(MK_TC); j += 64)
-                            __builtin_prefetch((const char *)(c + ((g0 + g) * MR + i) * rs_c) + j, 1, 2);
-            for (int64_t g = 0; g < gn; ++g, ++call) {
-                MK_PREFETCH_B(next_b + next_bytes * call / calls,
-                              next_bytes * (call + 1) / calls - next_bytes * call / calls);
-                MK_CALL_UKERNEL(uk, kb, &one, a_pack + (g0 + g) * MR * kcp + kk * MR,
-                                bp + kk * NR, kk == 0 ? &zero : &one, buf + g * MR * NR, NR, 1);
-            }
-        }
-        for (int64_t g = 0; g < gn; ++g)
-            for (int64_t i = 0; i < MR; ++i) {
-                MK_TC *restrict cr = c + ((g0 + g) * MR + i) * rs_c;
-                const MK_TC *restrict tr = buf + (g * MR + i) * NR;
-#if MK_INT_C
-                for (int64_t j = 0; j < NR; ++j)
-                    cr[j] = *beta == 0 ? (MK_TC)((uint32_t)*alpha * (uint32_t)tr[j])
-                                       : MK_AXPBY((uint32_t)*alpha * (uint32_t)tr[j], *beta, cr[j]);
-#else
-                if (*beta == 0)
-                    for (int64_t j = 0; j < NR; ++j)
-                        cr[j] = *alpha * tr[j];
-                else
-                    for (int64_t j = 0; j < NR; ++j)
-                        cr[j] = MK_AXPBY(*alpha * tr[j], *beta, cr[j]);
-#endif
-            }
-    }
-    return tiles * MR;
-}
-#endif
-
 /* This thread's contiguous share [lo, hi) of `units` work units inside an OpenMP
  * team (all of them outside one); returns the thread number. */
 static int mk_my_share(int64_t units, int64_t *lo, int64_t *hi)
@@ -850,14 +785,7 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                     const char *next_b = (const char *)(b_pack + (jp + 1 < u1 ? jp + 1 : u0) * b_stride);
                     const int64_t next_bytes = nr * kcp * (int64_t)sizeof(MK_TB);
                     (void)next_b; (void)next_bytes;
-                    int64_t ip0 = 0;            /* rows done by K chunks (MK_KCHUNK) */
-#if defined(MK_KCHUNK) && defined(MK_MR) && defined(MK_NR)
-                    if (ncur == nr && kcp > MK_KCHUNK && mc >= 2 * mr && cs_c == 1 && rs_c > 0)
-                        ip0 = mk_tiles_kchunked(uk, mc, kcp, &alpha, a_pack, b_pack + jp * b_stride,
-                                                beta_p, c + ic * rs_c + (jc + j) * cs_c, rs_c,
-                                                next_b, next_bytes) / mr;
-#endif
-                    for (int64_t ip = ip0; ip < mpanels; ++ip) {
+                    for (int64_t ip = 0; ip < mpanels; ++ip) {
                         const int64_t i = ip * mr;
                         MK_PREFETCH_B(next_b + next_bytes * ip / mpanels,
                                       next_bytes * (ip + 1) / mpanels - next_bytes * ip / mpanels);

@@ -37,13 +37,9 @@ def emulated(name: str, source_edit=None) -> kernel.Kernel:
         assert source_edit[0] in src
         src = src.replace(source_edit[0], source_edit[1], 1)
     src += "\nint mk_emu_faults_c(void) { return mk_emu_faults(); }\n"
-    # the driver's K-chunked groups run so far (-1: the module has no MK_KCHUNK)
-    src += ("long long mk_kchunk_groups_c(void) {\n#ifdef MK_KCHUNK\n"
-            "    return mk_kchunk_groups;\n#else\n    return -1;\n#endif\n}\n")
     c_src = build.c_src_dir()
     mod = build.load_module(
-        f"emu_{name}", kernel.CDEF_TYPED + "int mk_emu_faults_c(void);\n"
-        "long long mk_kchunk_groups_c(void);\n", src,
+        f"emu_{name}", kernel.CDEF_TYPED + "int mk_emu_faults_c(void);\n", src,
         cflags=kernel.COMMON_CFLAGS, include_dirs=(str(EMUL), str(c_src)),
         ldflags=("-fopenmp",),
         depends=[c_src / "driver.c", c_src / "timing.c", c_src / "mk_ukernel.h",
@@ -117,47 +113,6 @@ def test_large_k_and_strided_operands_emulated():
         ok, _, _, detail = validate.check(C, ref, bound)
         assert ok, (name, detail)
         assert k.lib.mk_emu_faults_c() == 0
-
-
-@pytest.mark.parametrize("name", ["amx_bf16_32x32", "amx_u8s8_32x32", "amx_s8s8_32x32"])
-def test_k_chunks_over_groups_of_c_tiles_emulated(name):
-    """The driver's K chunks (MK_KCHUNK, mk_tiles_kchunked): K deeper than a chunk, in one
-    KC block and in several (beta' = 1 after the first), 200 rows (a group of 4 tiles, one
-    of 2 and a partial tile through mk_tile), 70 columns (a partial panel), general alpha
-    and beta, beta = 0 with NaN in C, transposed and strided operands; against the
-    float64 reference (integers exact), and the path is taken (its group counter)."""
-    import ml_dtypes
-    k = emulated(name)
-    from microkernel import gemm
-    rng = np.random.default_rng(9)
-    m, n, kk = 200, 70, 1100
-    before = k.lib.mk_kchunk_groups_c()
-    for blocking, alpha, beta, view in ((None, 1.5, -0.5, "plain"), ({"kc": 600}, 1.0, 1.0, "T"),
-                                        ({"kc": 600}, 2.0, 0.0, "strided")):
-        if k.spec.types == "bf16":
-            A = rng.uniform(-1, 1, (m, kk)).astype(ml_dtypes.bfloat16)
-            B = rng.uniform(-1, 1, (kk, n)).astype(ml_dtypes.bfloat16)
-            C0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
-        else:
-            lo = 0 if k.spec.types.startswith("u") else -128
-            A = rng.integers(lo, 128, (m, kk)).astype(np.uint8 if lo == 0 else np.int8)
-            B = rng.integers(-128, 128, (kk, n)).astype(np.int8)
-            C0 = rng.integers(-99, 99, (m, n)).astype(np.int32)
-            alpha, beta = int(alpha), int(beta)
-        if view == "T":
-            A, B = np.ascontiguousarray(A.T).T, np.ascontiguousarray(B.T).T
-        elif view == "strided":
-            A, B = np.repeat(A, 2, axis=0)[::2], np.repeat(B, 2, axis=1)[:, ::2]
-        C = C0.copy()
-        if beta == 0 and C.dtype == np.float32:
-            C[:] = np.nan
-        gemm(A, B, C, alpha=alpha, beta=beta, kernel=k, blocking=blocking)
-        ref, bound = validate.reference(A, B, C0, alpha, beta, k.spec.types)
-        ok, _, _, detail = validate.check(C, ref, bound)
-        assert ok, (name, blocking, view, detail)
-    # 3 calls x (KC blocks) x (2 full-width panels) x (2 groups): at least 12 groups
-    assert k.lib.mk_kchunk_groups_c() - before >= 12
-    assert k.lib.mk_emu_faults_c() == 0
 
 
 def test_negative_control_a_driver_without_the_tile_configuration_fails():

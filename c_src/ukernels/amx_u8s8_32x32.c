@@ -109,6 +109,3 @@ void mk_ukernel_amx_u8s8_32x32(int64_t kc, const int32_t *restrict alpha, const 
 #define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))
 #define MK_THREAD_SETUP() mk_amx_config_amx_u8s8_32x32()
 #define MK_THREAD_TEARDOWN() _tile_release()
-/* the driver's K chunks over groups of C tiles (c_src/driver.c, mk_tiles_kchunked) */
-#define MK_KCHUNK 512
-#define MK_KCHUNK_TILES 4

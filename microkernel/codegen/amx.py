@@ -63,8 +63,7 @@ from . import PanelLayout
 from .common import header, symbol
 from ..tile import AMX_TILE_ROWS
 
-__all__ = ["layout", "ukernel", "peak", "edge_symbol", "tile_config", "DP", "K_GROUP", "KCHUNK",
-           "KCHUNK_TILES"]
+__all__ = ["layout", "ukernel", "peak", "edge_symbol", "tile_config", "DP", "K_GROUP"]
 
 #: the dot-product intrinsic of each types (A is the first source: tdpbusd = u8 A, s8 B)
 DP = {"bf16": "_tile_dpbf16ps", "s8s8": "_tile_dpbssd", "u8s8": "_tile_dpbusd",
@@ -79,13 +78,6 @@ _C_ELEM = {"bf16": ("uint16_t", "uint16_t"), "s8s8": ("int8_t", "int8_t"),
 #: loop, so that the k loop stays innermost (and :func:`microkernel.analysis.inner_loop`
 #: finds it)
 PF_B_LINES = 4
-#: K per chunk of the driver's chunked ir loop (MK_KCHUNK): a 256 x 32 bf16 chunk of the B
-#: micro-panel is 16 KiB, so it stays in L1 while the group's tiles use it; int8: 512 k
-#: (also 16 KiB)
-KCHUNK = {"bf16": 256, "s8s8": 512, "u8s8": 512, "u8u8": 512}
-#: C tiles per group (MK_KCHUNK_TILES): their MR x NR fp32 / int32 buffers, 16 KiB for
-#: the 32 x 32 tiles, beside the B chunk in L1
-KCHUNK_TILES = 4
 _FILLS = {"bf16": ("((uint16_t)(0x3F80u + (i) % 7))", "((uint16_t)(0x3B80u + (i) % 5))")}
 
 
@@ -243,10 +235,7 @@ def ukernel(spec) -> str:
             f"#define MK_UKERNEL_HOT {sym}_hot",
             "#define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))",
             f"#define MK_THREAD_SETUP() {cfg}()",
-            "#define MK_THREAD_TEARDOWN() _tile_release()",
-            f"/* the driver's K chunks over groups of C tiles (c_src/driver.c, mk_tiles_kchunked) */",
-            f"#define MK_KCHUNK {KCHUNK[t]}",
-            f"#define MK_KCHUNK_TILES {KCHUNK_TILES}"]
+            "#define MK_THREAD_TEARDOWN() _tile_release()"]
     return "\n".join(out) + "\n"
 
 
