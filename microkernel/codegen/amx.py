@@ -39,7 +39,8 @@ one L1-resident buffer a gemm() took 0.61-0.65 of the time, with A's 0.70-0.77, 
 +15.7 and +14.8% at 2048 and 4096 on one CPU, +1.1 and +16.8% on another, s8s8 +13.6%
 at 4096 (same rounds; bench/results/sapphire-rapids/amx_prefetch/); as the straight-line
 code here, on a busier host, +2.7 and +4.6% (types_5d866b3/). Driver chunks of K that
-keep the B chunk in L1 were slower (C's tiles then cross L2 once per chunk).
+keep the B chunk in L1 were slower (C's tiles then cross L2 once per chunk), also with
+the C tiles kept in L1 buffers across the chunks (14.3% slower; docs/design-notes.md).
 
 Tile configuration: loading it (LDTILECFG) is costly, so the micro-kernel comes in two
 entry points: ``mk_ukernel_<name>`` (the contract of c_src/mk_ukernel.h: it loads the
