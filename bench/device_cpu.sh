@@ -37,8 +37,9 @@
 #                                      raced at 16 threads with numpy and PyTorch (`compare`
 #                                      NAME:nc=N, pause 0.3)
 #   bash bench/device_cpu.sh parts     issue 24: the team's units split into parts of each B
-#                                      block's columns (`compare` NAME:parts=N) at 16 threads
-#                                      with numpy and PyTorch, paused and back to back
+#                                      block's columns (`compare` NAME:parts=N,chunks=4, and
+#                                      the default) at 16 threads with numpy and PyTorch,
+#                                      paused and back to back
 #   bash bench/device_cpu.sh scaling   issue 24: bench/threads.py at 1 and 16 threads for the
 #                                      team, its old units (parts=1 chunks=4), bound threads,
 #                                      numpy and PyTorch alone (2 processes each), interleaved
@@ -50,7 +51,7 @@
 #                                      at 16 threads on 4096 and 6144
 #   bash bench/device_cpu.sh units     the units' NC / chunks / parts raced at 16 threads, then
 #                                      the scaling at 4096 alone (default and NC = 4096)
-#   bash bench/device_cpu.sh chunks    the team's row chunks raced at 16 and 4 threads
+#   bash bench/device_cpu.sh chunks    the team's units per thread raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
 #
@@ -170,7 +171,7 @@ if [ "${1:-}" = parts ]; then
   {
     for p in pause:0.3 b2b:0; do
       race16 "parts_16t_${p%%:*}.json" 1024,2048,4096 7 "${p#*:}" \
-          "$k;$k:parts=2;$k:parts=4;$k:parts=8;$k:parts=4,chunks=8"
+          "$k:parts=1,chunks=4;$k:parts=2,chunks=4;$k:parts=4,chunks=4;$k:parts=8,chunks=4;$k"
     done
   } 2>&1 | tee "$OUT/device_parts.log"
   exit 0
@@ -228,10 +229,10 @@ if [ "${1:-}" = chunks ]; then
     run python3 bench/host_cores.py --kernel "$k" --amx amx_bf16_32x32 --json "$OUT/host_cores.json"
     for p in pause:0.3 b2b:0; do
       race16 "chunks_16t_${p%%:*}.json" 1024,2048,4096 9 "${p#*:}" \
-          "$k;$k:chunks=0;$k:chunks=2;$k:chunks=8;$k:chunks=16"
+          "$k;$k:chunks=0;$k:chunks=2;$k:chunks=4;$k:chunks=16"
     done
     run env OMP_NUM_THREADS=4 OPENBLAS_NUM_THREADS=4 taskset -c 0-3 python3 -m microkernel compare \
-        --kernels "$k;$k:chunks=0;$k:chunks=8" --threads 4 --sizes 2048,4096 --rounds 5 \
+        --kernels "$k;$k:chunks=0;$k:chunks=4" --threads 4 --sizes 2048,4096 --rounds 5 \
         --pause 0.3 --json "$OUT/chunks_4t.json"
   } 2>&1 | tee "$OUT/device_chunks.log"
   exit 0

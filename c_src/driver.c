@@ -678,10 +678,9 @@ static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0, 1};
  * one of tp->parts parts of the block's NR panels (part-major: the team works through
  * one part of the B block, KC x NC/parts, before the next; each unit packs its own rows
  * of A), so that a unit can be small without shortening the ir loop that reuses each B
- * micro-panel. The units are the same on every run whoever takes them, so C is too. In
- * a team each B panel is
- * MK_PACK_SLACK floats longer (b_stride), so that one thread's packing overrun never
- * lands in another's panel. */
+ * micro-panel. The units are the same on every run whoever takes them, so C is too.
+ * In a team each B panel is MK_PACK_SLACK floats longer (b_stride), so that one
+ * thread's packing overrun never lands in another's panel. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                      int64_t mc_blk, int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
                      const MK_SA *a, int64_t rs_a, int64_t cs_a,
@@ -780,8 +779,9 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                 for (int64_t jp = u0; jp < u1; ++jp) {
                     const int64_t j = mk_panel_col(jp, w0, nr);
                     const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
-                    /* the panel of the next jr step (the first one again for the next
-                     * ic block), its bytes shared among this ir loop's calls */
+                    /* the panel of the next jr step (after the unit's last, its first:
+                     * a guess at the next unit), its bytes shared among this ir loop's
+                     * calls */
                     const char *next_b = (const char *)(b_pack + (jp + 1 < u1 ? jp + 1 : u0) * b_stride);
                     const int64_t next_bytes = nr * kcp * (int64_t)sizeof(MK_TB);
                     (void)next_b; (void)next_bytes;
@@ -968,13 +968,18 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
             /* dynamic units: about `chunks` per thread, each whole MR panels of rows
              * times one of `parts` parts of the block's columns */
             const int64_t panels = (m + mr - 1) / mr;
-            const int64_t ways = (int64_t)nt * (chunks > 0 ? chunks : 1);
-            const int64_t chunk = mk_min(mc_blk, (panels * blk->parts + ways - 1) / ways * mr);
+            /* more units per thread than row panels, or more parts than a block has
+             * panels (mk_loops takes min(parts, its panels)), mean nothing (and would
+             * overflow the products below) */
+            const int64_t parts = mk_min(blk->parts,
+                                         (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
+            const int64_t ways = (int64_t)nt * (chunks > 0 ? mk_min(chunks, panels) : 1);
+            const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
             const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn,
                                     chunks > 0 && gtn == 1 && nt > 1 ? &next_chunk : NULL,
-                                    chunk, blk->parts};   /* a team of one (OMP_THREAD_LIMIT=1)
-                                                             has no barriers to reset the
-                                                             counter */
+                                    chunk, parts};   /* a team of one (OMP_THREAD_LIMIT=1)
+                                                        has no barriers to reset the
+                                                        counter */
             char *mine = ws + b_shared + per_thread * (size_t)t;
             mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
                      beta, c, rs_c, cs_c, (MK_TA *)mine, (MK_TB *)ws,

@@ -103,7 +103,7 @@ def test_team_chunks_default_agrees_with_the_c_mains_and_overrides_are_checked()
     assert int(re.search(r"#define MK_TEAM_CHUNKS (\d+)", header)[1]) == TEAM_CHUNKS
     assert int(re.search(r"#define MK_TEAM_PARTS (\d+)", header)[1]) == TEAM_PARTS
     assert FALLBACK.chunks == TEAM_CHUNKS and FALLBACK.replace(chunks=0).chunks == 0
-    assert FALLBACK.parts == TEAM_PARTS and FALLBACK.replace(parts=3).parts == 3
+    assert FALLBACK.replace(parts=3).parts == 3
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="chunks must be a non-negative integer"):
             FALLBACK.replace(chunks=bad)
@@ -113,3 +113,26 @@ def test_team_chunks_default_agrees_with_the_c_mains_and_overrides_are_checked()
     from microkernel.commands.common import blocking_arg
     assert blocking_arg("kc=64,chunks=0") == {"kc": 64, "chunks": 0}
     assert blocking_arg("parts=4,chunks=8") == {"parts": 4, "chunks": 8}
+
+
+def test_the_driver_reads_parts_and_refuses_fewer_than_one():
+    # the C driver itself (not the Python check) gets mk_blocking.parts: parts = 0 is
+    # MK_EINVAL (-2) before any work, parts = 1 and a huge count (clamped) compute C
+    import numpy as np
+    import microkernel as mk
+    k = mk.get_kernel(mk.kernels()[0])
+    ffi, lib = k.ffi, k.lib
+    m, n, kk = 70, 90, 40
+    A = np.random.default_rng(1).standard_normal((m, kk)).astype(np.float32)
+    B = np.random.default_rng(2).standard_normal((kk, n)).astype(np.float32)
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    fp = lambda x: ffi.cast("float *", x.ctypes.data)
+    for parts, rc_want in ((0, -2), (1, 0), (2 ** 62, 0)):
+        C = np.full((m, n), np.nan, np.float32)
+        blk = ffi.new("mk_blocking *", (32, 24, 48, 8, parts))
+        rc = lib.mk_gemm(m, n, kk, 1.0, fp(A), kk, 1, fp(B), n, 1, 0.0, fp(C), n, 1, blk, 3)
+        assert rc == rc_want, (parts, rc)
+        if rc == 0:
+            assert np.abs(C - ref).max() < 1e-3
+        else:
+            assert np.isnan(C).all()        # refused before any work

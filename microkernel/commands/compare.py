@@ -5,7 +5,7 @@
     microkernel compare --kernels "avx2_4x24_u8;avx2_4x24_u8@my_4x24.c" --sizes 1024
     microkernel compare --kernels amx_bf16_32x32,avx512bf16_8x32 --dtype bf16 --sizes 1024
     microkernel compare --kernels "avx512_8x32_u4;avx512_8x32_u4:chunks=0" --threads 16
-    microkernel compare --kernels "avx512_8x32_u4;avx512_8x32_u4:parts=4" --threads 16
+    microkernel compare --kernels "avx512_8x32_u4;avx512_8x32_u4:parts=1,chunks=4" --threads 16
 
 Each contender is ``NAME[@SOURCE.c][:kc=N,mc=N,nc=N,chunks=N,parts=N]``: a tile,
 optionally with a micro-kernel source of its own (which must first pass the whole edge
