@@ -153,10 +153,9 @@ def main():
     for rep in range(args.repeats):
         for lib, env in libs:
             ts = (vthreads if lib.endswith(("passive", "spin300k", "chunks=2", "chunks=16"))
-                  else [t for t in threads if t > 1]
-                  if lib.endswith(("square", "static", "bind")) or "parts=" in lib
-                  or lib.startswith("microkernel team nc=")
-                  else threads)
+                  else threads if lib in ("microkernel team", "microkernel slices", "numpy",
+                                          "torch")
+                  else [t for t in threads if t > 1])   # a team variant: 1 thread has none
             for r in alone(lib, ts, sizes, env):
                 runs.setdefault((lib, r["threads"], r["n"]), []).append(r)
     results = []
