@@ -115,6 +115,70 @@ def test_large_k_and_strided_operands_emulated():
         assert k.lib.mk_emu_faults_c() == 0
 
 
+SHADOW_COUNT = "\nlong long mk_shadow_blocks_c(void) { return mk_shadow_blocks; }\n"
+
+
+@pytest.mark.parametrize("name", ["amx_bf16_32x32", "amx_s8s8_16x48"])
+def test_the_next_a_block_packed_in_the_shadow_matches_the_plain_packing(name):
+    """MK_SHADOW_A (the AMX modules): the serial loops pack the next A block in slices
+    between the micro-kernel calls. With blockings of many MC, KC and NC blocks (every
+    remainder; a second NC block whose A blocks are the first's; A of one block), on
+    plain, transposed and strided operands, at 1 and 2 threads (the slices), C is
+    bit-identical to the same module without the define and within the bound; the
+    module's counter shows blocks were packed in the shadow (and none when A is one
+    block: it is packed once for all NC blocks)."""
+    import ml_dtypes
+    from microkernel import gemm
+    plain = emulated(name, ("#define MK_SHADOW_A 1", "/* no shadow */"))
+    spec = TileSpec.from_name(name)
+    src = kernel.module_source(spec)
+    c_src = build.c_src_dir()
+    mod = build.load_module(
+        f"emu_shadow_{name}", kernel.CDEF_TYPED + "long long mk_shadow_blocks_c(void);\n",
+        src + SHADOW_COUNT, cflags=kernel.COMMON_CFLAGS,
+        include_dirs=(str(EMUL), str(c_src)), ldflags=("-fopenmp",),
+        depends=[c_src / "driver.c", c_src / "mk_ukernel.h", EMUL / "immintrin.h"])
+    k = kernel.Kernel(spec, mod)
+    rng = np.random.default_rng(11)
+    bf16 = spec.types == "bf16"
+    # (m, n, k, blocking, threads, whether blocks are packed in the shadow): with one A
+    # block and several NC blocks, none is (the block is packed once and kept)
+    cases = [(70, 50, 300, {"kc": 64, "mc": 32, "nc": 32}, 1, True),
+             (100, 97, 130, {"kc": 64, "mc": 64, "nc": 48}, 2, True),
+             (33, 200, 65, {"kc": 64, "mc": 32, "nc": 96}, 1, True),
+             (40, 130, 70, {"nc": 48}, 1, False),
+             (64, 20, 1000, {"kc": 192, "mc": 48}, 1, True)]
+    blocks = 0
+    for m, n, kk, blk, threads, shadowed in cases:
+        for view in ("plain", "transposed", "strided"):
+            if bf16:
+                src_a = rng.uniform(-1, 1, (kk, m) if view == "transposed" else (m, 2 * kk))
+                src_b = rng.uniform(-1, 1, (2 * kk, n))
+                A = src_a.astype(ml_dtypes.bfloat16)
+                B = src_b.astype(ml_dtypes.bfloat16)
+                C0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+                alpha, beta = 1.0, 1.0
+            else:
+                A = rng.integers(-128, 128, (kk, m) if view == "transposed" else (m, 2 * kk)
+                                 ).astype(np.int8)
+                B = rng.integers(-128, 128, (2 * kk, n)).astype(np.int8)
+                C0 = rng.integers(-99, 99, (m, n)).astype(np.int32)
+                alpha, beta = 1, 1
+            A = A.T if view == "transposed" else A[:, ::2] if view == "strided" else A[:, :kk]
+            B = B[::2] if view == "strided" else B[:kk]
+            out = []
+            for mk in (k, plain):
+                C = C0.copy()
+                gemm(A, B, C, alpha=alpha, beta=beta, kernel=mk, blocking=blk, threads=threads)
+                out.append(C)
+            assert np.array_equal(out[0], out[1]), (m, n, kk, blk, view)
+            ref, bound = validate.reference(A, B, C0, alpha, beta, spec.types)
+            ok, _, _, detail = validate.check(out[0], ref, bound)
+            assert ok, (m, n, kk, blk, view, detail)
+        assert (k.lib.mk_shadow_blocks_c() > blocks) == shadowed, (m, n, kk, blk)
+        blocks = k.lib.mk_shadow_blocks_c()
+
+
 def test_negative_control_a_driver_without_the_tile_configuration_fails():
     """The same AMX module with MK_THREAD_SETUP emptied: the driver's hot calls run on
     an unconfigured tile state, which the emulation reports (as hardware would #UD)."""
