@@ -128,23 +128,6 @@ if [ "${1:-}" = shadow ]; then
   } 2>&1 | tee "$OUT/device_shadow.log"
   exit 0
 fi
-if [ "${1:-}" = shadow2 ]; then
-  # the shadow's second A block beside the first in the 2 MiB L2: MC 128, and the shadow's
-  # stores non-temporal (MK_SHADOW_NT, .amxvar/shadownt_bf16.c), against the kernel without
-  mkdir -p .amxvar
-  f=c_src/ukernels/amx_bf16_32x32.c
-  sed 's|^#define MK_SHADOW_A 1$|/* no shadow packing */|' $f > .amxvar/noshadow_bf16.c
-  sed 's|^#define MK_SHADOW_A 1$|#define MK_SHADOW_A 1\n#define MK_SHADOW_NT 1|' $f > .amxvar/shadownt_bf16.c
-  d=amx_bf16_32x32; n=$d@.amxvar/noshadow_bf16.c; t=$d@.amxvar/shadownt_bf16.c
-  {
-    for cpu in 9 2; do
-      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 \
-          --rounds 7 --kernels "$n;$d;$d:mc=128;$n:mc=128;$t;$t:mc=128" \
-          --json "$OUT/shadow2_bf16_cpu$cpu.json"
-    done
-  } 2>&1 | tee "$OUT/device_shadow2.log"
-  exit 0
-fi
 if [ "${1:-}" = amxdiag ]; then
   # where the AMX bf16 gemm() spends its time (bench/amx_breakdown.py and its diagnostic
   # micro-kernels), then NC / KC blockings that pack A once at n = 4096 (NC >= n) or

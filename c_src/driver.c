@@ -697,24 +697,10 @@ static void mk_shadow_slice(mk_shadow *sh, const MK_SA *a, int64_t rs_a, int64_t
     const int64_t step = (int64_t)MK_G * MK_SHADOW_GROUPS;
     const int64_t kcp = mk_round_up(sh->jkc, MK_G);
     const int64_t p = sh->done / sh->ks, k0 = sh->done % sh->ks * step;
-    const MK_SA *src = a + (sh->jic + p * mr) * rs_a + (sh->jpc + k0) * cs_a;
-    MK_TA *dst = sh->buf[sh->job] + p * mr * kcp + k0 * mr;
-#ifdef MK_SHADOW_NT
-    /* experiment: whole 64-byte rows of K copied with non-temporal stores */
-    if (MK_COPY_A && cs_a == 1 && MK_GA * sizeof(MK_TA) == 64 && sh->jmc - p * mr >= mr
-        && sh->jkc - k0 >= step) {
-        for (int64_t g = 0; g < step / MK_GA; ++g)
-            for (int64_t l = 0; l < mr; ++l)
-                _mm512_stream_si512((__m512i *)(dst + (g * mr + l) * MK_GA),
-                                    _mm512_loadu_si512((const void *)(src + l * rs_a + g * MK_GA)));
-    } else
-#endif
     mk_pack_a(mk_min(mr, sh->jmc - p * mr), mk_min(step, sh->jkc - k0),
-              mk_min(step, kcp - k0), src, rs_a, cs_a, mr, dst);
+              mk_min(step, kcp - k0), a + (sh->jic + p * mr) * rs_a + (sh->jpc + k0) * cs_a,
+              rs_a, cs_a, mr, sh->buf[sh->job] + p * mr * kcp + k0 * mr);
     if (++sh->done == sh->slices) {  /* the block is whole: its buffer holds it */
-#ifdef MK_SHADOW_NT
-        _mm_sfence();
-#endif
         sh->ic[sh->job] = sh->jic;
         sh->pc[sh->job] = sh->jpc;
         sh->job = -1;
