@@ -139,24 +139,6 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 #ifndef MK_PREFETCH_B
 #define MK_PREFETCH_B(p, bytes) ((void)0)
 #endif
-/* A micro-kernel whose arithmetic runs on a unit of its own (AMX: the TMUL executes a
- * queue of tile products while the core's load and store ports are idle) defines
- * MK_SHADOW_A: the serial loops (one thread, or each thread of the slices) then pack
- * the next A block while the current one is computed, in slices of one MR panel x
- * MK_SHADOW_GROUPS K groups handed out after the calls of the ir loop in step with
- * them (mk_shadow_step), into a second A buffer; the block's own pack is then no
- * longer a pause between the TMUL's bursts. Typed panels only (the slice is a range of
- * whole K groups of one micro-panel: mk_pack_a on it writes the same bytes as on the
- * whole block). mk_shadow_blocks counts the blocks so packed (the tests read it). */
-#if MK_TYPED && defined(MK_SHADOW_A)
-#define MK_SHADOW 1
-#ifndef MK_SHADOW_GROUPS
-#define MK_SHADOW_GROUPS 1
-#endif
-static int64_t mk_shadow_blocks;
-#else
-#define MK_SHADOW 0
-#endif
 
 /* ---- per-calling-thread workspace ------------------------------------------------ */
 
@@ -677,38 +659,6 @@ typedef struct {
 
 static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0, 1};
 
-#if MK_SHADOW
-/* A buffers of the serial loops under MK_SHADOW_A: which A block (rows ic.., K pc..)
- * each of the two holds, and the one being packed in slices (job: its buffer, or -1). */
-typedef struct {
-    MK_TA *buf[2];
-    int64_t ic[2], pc[2];           /* the block each buffer holds (-1: none) */
-    int job;                        /* the buffer being packed, -1: none */
-    int64_t jic, jpc, jmc, jkc;     /* its block: rows, K, and their extents */
-    int64_t ks, slices, done;       /* slices per MR panel, in all, packed so far */
-} mk_shadow;
-
-/* Pack slice sh->done of the job: MR panel p, K groups from k0 (MK_SHADOW_GROUPS of
- * them), where mk_pack_a on the whole block would put them (the panel at p*MR*kcp, the
- * group at k0*MR within it: the typed layout d[(k/G)*w*G + l*G + k%G]). */
-static void mk_shadow_slice(mk_shadow *sh, const MK_SA *a, int64_t rs_a, int64_t cs_a,
-                            int64_t mr)
-{
-    const int64_t step = (int64_t)MK_G * MK_SHADOW_GROUPS;
-    const int64_t kcp = mk_round_up(sh->jkc, MK_G);
-    const int64_t p = sh->done / sh->ks, k0 = sh->done % sh->ks * step;
-    mk_pack_a(mk_min(mr, sh->jmc - p * mr), mk_min(step, sh->jkc - k0),
-              mk_min(step, kcp - k0), a + (sh->jic + p * mr) * rs_a + (sh->jpc + k0) * cs_a,
-              rs_a, cs_a, mr, sh->buf[sh->job] + p * mr * kcp + k0 * mr);
-    if (++sh->done == sh->slices) {  /* the block is whole: its buffer holds it */
-        sh->ic[sh->job] = sh->jic;
-        sh->pc[sh->job] = sh->jpc;
-        sh->job = -1;
-        ++mk_shadow_blocks;
-    }
-}
-#endif
-
 /* The five loops of one GEMM, or of one thread's part of it.
  *
  * Alone (tp->nt == 1): serial, with its own packing buffers (also each thread of the
@@ -736,21 +686,12 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                      const MK_SA *a, int64_t rs_a, int64_t cs_a,
                      const MK_SB *b, int64_t rs_b, int64_t cs_b, MK_TC beta,
                      MK_TC *c, int64_t rs_c, int64_t cs_c,
-                     MK_TA *a_pack, MK_TA *a_pack2, MK_TB *b_pack, MK_TC *edge,
-                     const mk_team_pos *tp)
+                     MK_TA *a_pack, MK_TB *b_pack, MK_TC *edge, const mk_team_pos *tp)
 {
     const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
     const MK_TC one = 1;
     MK_THREAD_SETUP();
     const int team = tp->nt > 1;
-#if MK_SHADOW
-    /* a second A buffer (the serial loops under MK_SHADOW_A): the next block is packed
-     * into it while this one is computed */
-    mk_shadow sh = {{a_pack, a_pack2}, {-1, -1}, {-1, -1}, -1, 0, 0, 0, 0, 1, 0, 0};
-    const int shadow = a_pack2 != NULL && !team;
-#else
-    (void)a_pack2;
-#endif
     /* lead: columns of C before its first MK_C_ALIGN boundary (see MK_C_ALIGN); they
      * form a narrow first panel (w0 wide) of the first NC block */
     int64_t lead = 0;
@@ -830,57 +771,10 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                 }
                 const int64_t mc = mk_min(mcb, (tp->next ? m : r1) - ic);
                 const int64_t mpanels = (mc + mr - 1) / mr;
-                MK_TA *a_blk = a_pack;
-#if MK_SHADOW
-                if (shadow) {
-                    /* this block: packed in the last one's shadow (or held since the
-                     * last NC block, when A has one block), else packed now */
-                    while (sh.job >= 0)
-                        mk_shadow_slice(&sh, a, rs_a, cs_a, mr);
-                    int x = sh.ic[0] == ic && sh.pc[0] == pc ? 0
-                          : sh.ic[1] == ic && sh.pc[1] == pc ? 1 : -1;
-                    if (x < 0) {
-                        x = 0;
-                        mk_pack_a(mc, kc, kcp, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, sh.buf[0]);
-                        sh.ic[0] = ic;
-                        sh.pc[0] = pc;
-                    }
-                    a_blk = sh.buf[x];
-                    /* the next block of the loops (ic, then pc, then the next jc's first) */
-                    int64_t nic = ic + mcb, npc = pc;
-                    if (nic >= r1) {
-                        nic = r0;
-                        npc = pc + kc_blk;
-                        if (npc >= k) {
-                            npc = 0;
-                            if (jc + nc >= n)
-                                nic = -1;
-                        }
-                    }
-                    if (nic >= 0 && !(sh.ic[0] == nic && sh.pc[0] == npc)
-                        && !(sh.ic[1] == nic && sh.pc[1] == npc)) {
-                        sh.job = 1 - x;
-                        sh.ic[sh.job] = sh.pc[sh.job] = -1;
-                        sh.jic = nic;
-                        sh.jpc = npc;
-                        sh.jmc = mk_min(mcb, r1 - nic);
-                        sh.jkc = mk_min(kc_blk, k - npc);
-                        sh.ks = (mk_round_up(sh.jkc, MK_G) + MK_G * MK_SHADOW_GROUPS - 1)
-                                / (MK_G * MK_SHADOW_GROUPS);
-                        sh.slices = (sh.jmc + mr - 1) / mr * sh.ks;
-                        sh.done = 0;
-                    }
-                } else
-#endif
 #if MK_TYPED
                 mk_pack_a(mc, kc, kcp, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
 #else
                 mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
-#endif
-#if MK_SHADOW
-                /* the job's slices in step with this block's calls */
-                const int64_t calls = mpanels * (u1 - u0);
-                int64_t call = 0;
 #endif
                 for (int64_t jp = u0; jp < u1; ++jp) {
                     const int64_t j = mk_panel_col(jp, w0, nr);
@@ -896,13 +790,8 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                         MK_PREFETCH_B(next_b + next_bytes * ip / mpanels,
                                       next_bytes * (ip + 1) / mpanels - next_bytes * ip / mpanels);
                         mk_tile(uk, mk_min(mr, mc - i), ncur, kcp, &alpha,
-                                a_blk + i * kcp, b_pack + jp * b_stride, beta_p,
+                                a_pack + i * kcp, b_pack + jp * b_stride, beta_p,
                                 c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
-#if MK_SHADOW
-                        ++call;
-                        while (sh.job >= 0 && sh.done < sh.slices * call / calls)
-                            mk_shadow_slice(&sh, a, rs_a, cs_a, mr);
-#endif
                     }
                 }
                 if (!tp->next)
@@ -1093,7 +982,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
                                                         counter */
             char *mine = ws + b_shared + per_thread * (size_t)t;
             mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
-                     beta, c, rs_c, cs_c, (MK_TA *)mine, NULL, (MK_TB *)ws,
+                     beta, c, rs_c, cs_c, (MK_TA *)mine, (MK_TB *)ws,
                      (MK_TC *)(mine + a_bytes), &tp);
         }
         return MK_OK;
@@ -1117,9 +1006,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
     const size_t b_bytes = (size_t)mk_round_up(
         (kc_blk * (nc_blk + (MK_C_ALIGN > 0 ? nr : 0)) + MK_PACK_SLACK) * (int64_t)sizeof(MK_TB), 64);
     const size_t edge_bytes = (size_t)mk_round_up(mr * nr * (int64_t)sizeof(MK_TC), 64);
-    /* MK_SHADOW_A: a second A buffer (mk_loops packs the next A block into it) */
-    const size_t a_bufs = (size_t)(1 + MK_SHADOW) * a_bytes;
-    const size_t per_thread = a_bufs + b_bytes + edge_bytes;
+    const size_t per_thread = a_bytes + b_bytes + edge_bytes;
     char *ws = (char *)mk_ws_get(per_thread * (size_t)nthreads);
     if (!ws)
         return MK_ENOMEM;
@@ -1130,21 +1017,20 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         const int t = mk_my_share(units, &lo, &hi);
         char *mine = ws + per_thread * (size_t)t;
         MK_TA *a_pack = (MK_TA *)mine;
-        MK_TA *a_pack2 = MK_SHADOW ? (MK_TA *)(mine + a_bytes) : NULL;
-        MK_TB *b_pack = (MK_TB *)(mine + a_bufs);
-        MK_TC *edge = (MK_TC *)(mine + a_bufs + b_bytes);
+        MK_TB *b_pack = (MK_TB *)(mine + a_bytes);
+        MK_TC *edge = (MK_TC *)(mine + a_bytes + b_bytes);
         if (split_n) {
             const int64_t j0 = lo * nr, j1 = mk_min(n, hi * nr);
             if (j1 > j0)
                 mk_loops(uk, m, j1 - j0, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a,
                          b + j0 * cs_b, rs_b, cs_b, beta, c + j0 * cs_c, rs_c, cs_c,
-                         a_pack, a_pack2, b_pack, edge, &mk_alone);
+                         a_pack, b_pack, edge, &mk_alone);
         } else {
             const int64_t i0 = lo * mr, i1 = mk_min(m, hi * mr);
             if (i1 > i0)
                 mk_loops(uk, i1 - i0, n, k, mc_blk, nc_blk, kc_blk, alpha, a + i0 * rs_a, rs_a,
                          cs_a, b, rs_b, cs_b, beta, c + i0 * rs_c, rs_c, cs_c,
-                         a_pack, a_pack2, b_pack, edge, &mk_alone);
+                         a_pack, b_pack, edge, &mk_alone);
         }
     }
     return MK_OK;

@@ -107,7 +107,5 @@ void mk_ukernel_amx_bf16_32x32(int64_t kc, const float *restrict alpha, const ui
 /* the driver and the L1 timing: the configuration once per thread (driver.c) */
 #define MK_UKERNEL_HOT mk_ukernel_amx_bf16_32x32_hot
 #define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))
-/* the TMUL computes while the load and store ports pack the next A block */
-#define MK_SHADOW_A 1
 #define MK_THREAD_SETUP() mk_amx_config_amx_bf16_32x32()
 #define MK_THREAD_TEARDOWN() _tile_release()

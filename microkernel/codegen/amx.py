@@ -235,8 +235,6 @@ def ukernel(spec) -> str:
             "/* the driver and the L1 timing: the configuration once per thread (driver.c) */",
             f"#define MK_UKERNEL_HOT {sym}_hot",
             "#define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))",
-            "/* the TMUL computes while the load and store ports pack the next A block */",
-            "#define MK_SHADOW_A 1",
             f"#define MK_THREAD_SETUP() {cfg}()",
             "#define MK_THREAD_TEARDOWN() _tile_release()"]
     return "\n".join(out) + "\n"
