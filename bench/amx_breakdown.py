@@ -54,8 +54,8 @@ def variant_sources(src: str) -> dict[str, str]:
     out["noc"] = s
     loads = {"a": [("_tile_loadd(4, a + 0, 64);", "_tile_loadd(4, vbuf_l1 + 0, 64);"),
                    ("_tile_loadd(5, a + 512, 64);", "_tile_loadd(5, vbuf_l1 + 512, 64);")],
-             "b": [("_tile_loadd(6, b + 0, 64);", "_tile_loadd(6, vbuf_l1 + 1024, 64);"),
-                   ("_tile_loadd(7, b + 512, 64);", "_tile_loadd(7, vbuf_l1 + 1536, 64);")]}
+             "b": [("_tile_loadd(6, b + 0, 128);", "_tile_loadd(6, vbuf_l1 + 1024, 128);"),
+                   ("_tile_loadd(7, b + 32, 128);", "_tile_loadd(7, vbuf_l1 + 1056, 128);")]}
     for w in ("a", "b", "ab"):
         s = _sub(src, "#include <immintrin.h>\n", "#include <immintrin.h>\n"
                  "static uint16_t vbuf_l1[2048] __attribute__((aligned(64)));\n")

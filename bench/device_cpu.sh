@@ -29,13 +29,6 @@
 #                                      with MC 1024 (a B micro-panel that could stay in L1),
 #                                      raced at 2048 and 4096 on CPUs 9 and 13; `bench` of three
 #                                      of them (% of peak paired by round) on CPU 9
-#   bash bench/device_cpu.sh subpanel  issue 21: the AMX tiles with B packed in sub-panels of 16
-#                                      columns per k step (compact B tiles, MK_B_SUBW) against
-#                                      the kernels of fd17772 (B tiles at a stride of NR x 4
-#                                      bytes; their sources in bench/amx_plainb/, not committed):
-#                                      the edge catalogue and tests, bf16 raced with PyTorch at
-#                                      1024-4096 on CPUs 9 and 2, s8s8 on CPU 9, then `bench`
-#                                      (% of the tdpbf16ps peak paired by round) on CPU 9
 #   bash bench/device_cpu.sh threads   issue 24: bench/threads.py at 1 and 16 threads, ours,
 #                                      numpy and PyTorch alone (3 processes each, in turn),
 #                                      then interleaved: with a pause, back to back, and back to
@@ -100,26 +93,6 @@ if [ "${1:-}" = l1amx ]; then
           --rounds 7 --peers torch --kernels "$var" --json "$OUT/amx_variants_cpu$cpu.json"
     done
   } 2>&1 | tee "$OUT/device_l1amx.log"
-  exit 0
-fi
-if [ "${1:-}" = subpanel ]; then
-  d=amx_bf16_32x32; s=amx_s8s8_32x32; p=bench/amx_plainb
-  {
-    for k in $d $s amx_u8s8_32x32 amx_u8u8_32x32; do
-      run mk validate --kernel $k
-    done
-    run python3 -m pytest -q -p no:cacheprovider tests/test_x86_typed.py
-    for cpu in 9 2; do
-      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 1024,2048,4096 \
-          --rounds 9 --peers torch --kernels "$d;$d@$p/plainb_bf16.c" \
-          --json "$OUT/subpanel_bf16_cpu$cpu.json"
-    done
-    run taskset -c 9 python3 -m microkernel compare --dtype s8s8 --sizes 2048,4096 \
-        --rounds 7 --peers torch --kernels "$s;$s@$p/plainb_s8s8.c" \
-        --json "$OUT/subpanel_s8s8_cpu9.json"
-    run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel $d \
-        --sizes 1024,2048,4096 --rounds 11 --peers torch --json "$OUT/subpanel_bench_cpu9.json"
-  } 2>&1 | tee "$OUT/device_subpanel.log"
   exit 0
 fi
 if [ "${1:-}" = amxdiag ]; then

@@ -371,31 +371,8 @@ static void mk_pack_block(int64_t width, int64_t kc, const float *x, int64_t s_l
  * kc k-steps, converted element by element (MK_CVT_*), in K groups of g:
  * dst[(k/g)*w*g + l*g + k%g] = X(line l, k), with zeros past kc up to kcp (a multiple
  * of g) and past the last line. The loops read the source along its contiguous axis
- * (K when s_k == 1, the lines when s_l == 1). No overrun: MK_PACK_SLACK is unused.
- *
- * B's panel may instead be split into sub-panels (a micro-kernel's module defines
- * MK_B_SUBW, the sub-panel's lines, and MK_B_STEP, its k step, a multiple of g): each
- * k step of the micro-panel holds its w / MK_B_SUBW sub-panels one after the other,
- * each in the layout above with MK_B_SUBW lines, so that one sub-panel of one k step is
- * contiguous (AMX: a B tile of 16 pair or quad rows x 64 bytes read at a stride of 64
- * bytes, not of the whole panel's row).
- *   X(l, k) at (k/S)*w*S + (l/W)*W*S + (k%S/g)*W*g + (l%W)*g + k%g   (W, S = MK_B_SUBW, MK_B_STEP)
- * which is the plain layout when W = w and S = g. */
-#define MK_IDX_PLAIN(l, k, w, G) (((k) / (G)) * (w) * (G) + (l) * (G) + (k) % (G))
-#ifdef MK_B_SUBW
-#if MK_B_STEP % MK_GB != 0
-#error "MK_B_STEP must be a multiple of MK_GB"
-#endif
-#define MK_IDX_B(l, k, w, G)                                                             \
-    (((k) / MK_B_STEP) * (w) * MK_B_STEP + ((l) / MK_B_SUBW) * MK_B_SUBW * MK_B_STEP     \
-     + ((k) % MK_B_STEP / (G)) * MK_B_SUBW * (G) + ((l) % MK_B_SUBW) * (G) + (k) % (G))
-#define MK_SUBW_B(w) MK_B_SUBW
-#else
-#define MK_IDX_B MK_IDX_PLAIN
-#define MK_SUBW_B(w) (w)
-#endif
-#define MK_SUBW_A(w) (w)
-#define MK_DEFINE_PACK(name, SRC, DST, G, CVT, FAST, IDX)                                \
+ * (K when s_k == 1, the lines when s_l == 1). No overrun: MK_PACK_SLACK is unused. */
+#define MK_DEFINE_PACK(name, SRC, DST, G, CVT, FAST)                                     \
 static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s_l,     \
                  int64_t s_k, int64_t w, DST *restrict dst)                             \
 {                                                                                        \
@@ -408,15 +385,15 @@ static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s
         if (s_k == 1) {                                                                  \
             for (int64_t l = 0; l < wcur; ++l)                                           \
                 for (int64_t k = k0; k < kc; ++k)                                        \
-                    d[IDX(l, k, w, G)] = CVT(xs[l * s_l + k]);                           \
+                    d[(k / (G)) * w * (G) + l * (G) + k % (G)] = CVT(xs[l * s_l + k]);   \
         } else {                                                                         \
             for (int64_t k = k0; k < kc; ++k)                                            \
                 for (int64_t l = 0; l < wcur; ++l)                                       \
-                    d[IDX(l, k, w, G)] = CVT(xs[l * s_l + k * s_k]);                     \
+                    d[(k / (G)) * w * (G) + l * (G) + k % (G)] = CVT(xs[l * s_l + k * s_k]); \
         }                                                                                \
         for (int64_t k = 0; k < kcp; ++k)                                                \
             for (int64_t l = (k < kc ? wcur : 0); l < w; ++l)                            \
-                d[IDX(l, k, w, G)] = (DST)0;                                             \
+                d[(k / (G)) * w * (G) + l * (G) + k % (G)] = (DST)0;                     \
     }                                                                                    \
 }
 
@@ -429,10 +406,9 @@ static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s
  *     vector move with the module's flags;
  *   lines contiguous (s_l == 1), a group of g <= 4 (pairs along K for bf16, vpmaddwd and
  *     AMX's B; quads for VNNI and AMX int8): the interleave of g source rows of wcur
- *     elements (row k of B is columns l0.. of B's k-th row) into each sub-panel (SUBW
- *     lines; the whole panel in the plain layout), which GCC vectorises into
- *     unpacks/permutes. */
-#define MK_DEFINE_FAST(name, SRC, DST, G, COPY, IDX, SUBW)                               \
+ *     elements (row k of B is columns l0.. of B's k-th row), d[(k/g)*w*g + l*g + k%g],
+ *     which GCC vectorises into unpacks/permutes. */
+#define MK_DEFINE_FAST(name, SRC, DST, G, COPY)                                          \
 static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,        \
                            int64_t s_k, int64_t w, DST *restrict d)                     \
 {                                                                                        \
@@ -442,20 +418,16 @@ static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,
     if (s_k == 1 && (G) >= 8) {                                                          \
         for (int64_t l = 0; l < wcur; ++l)                                               \
             for (int64_t k = 0; k < kv; k += (G))                                        \
-                memcpy(d + IDX(l, k, w, G), xs + l * s_l + k, (G) * sizeof(DST));        \
+                memcpy(d + k * w + l * (G), xs + l * s_l + k, (G) * sizeof(DST));        \
         return kv;                                                                       \
     }                                                                                    \
     if (s_l == 1 && (G) <= 4 && (G) > 1) {                                               \
-        const int64_t sw = SUBW(w);                                                      \
         for (int64_t k = 0; k < kv; k += (G)) {                                          \
+            DST *restrict dk = d + k * w;                                                \
             const SRC *r0 = xs + k * s_k;                                                \
-            for (int64_t lb = 0; lb < wcur; lb += sw) {                                  \
-                DST *restrict dk = d + IDX(lb, k, w, G);                                 \
-                const int64_t le = mk_min(sw, wcur - lb);                                \
-                for (int64_t l = 0; l < le; ++l)                                         \
-                    for (int g = 0; g < (G); ++g)                                        \
-                        dk[l * (G) + g] = (DST)r0[g * s_k + lb + l];                     \
-            }                                                                            \
+            for (int64_t l = 0; l < wcur; ++l)                                           \
+                for (int g = 0; g < (G); ++g)                                            \
+                    dk[l * (G) + g] = (DST)r0[g * s_k + l];                              \
         }                                                                                \
         return kv;                                                                       \
     }                                                                                    \
@@ -467,10 +439,10 @@ static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,
 #ifndef MK_COPY_B
 #define MK_COPY_B 0
 #endif
-MK_DEFINE_FAST(mk_pack_a_fast, MK_SA, MK_TA, MK_GA, MK_COPY_A, MK_IDX_PLAIN, MK_SUBW_A)
-MK_DEFINE_FAST(mk_pack_b_fast, MK_SB, MK_TB, MK_GB, MK_COPY_B, MK_IDX_B, MK_SUBW_B)
-MK_DEFINE_PACK(mk_pack_a, MK_SA, MK_TA, MK_GA, MK_CVT_A, mk_pack_a_fast, MK_IDX_PLAIN)
-MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B, mk_pack_b_fast, MK_IDX_B)
+MK_DEFINE_FAST(mk_pack_a_fast, MK_SA, MK_TA, MK_GA, MK_COPY_A)
+MK_DEFINE_FAST(mk_pack_b_fast, MK_SB, MK_TB, MK_GB, MK_COPY_B)
+MK_DEFINE_PACK(mk_pack_a, MK_SA, MK_TA, MK_GA, MK_CVT_A, mk_pack_a_fast)
+MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B, mk_pack_b_fast)
 #undef MK_DEFINE_PACK
 #undef MK_DEFINE_FAST
 #endif

@@ -65,9 +65,9 @@ mk_ukernel_amx_bf16_32x32_hot(int64_t kc, const float *restrict alpha, const uin
             pf_row += 2;
         }
         _tile_loadd(4, a + 0, 64);
-        _tile_loadd(6, b + 0, 64);
+        _tile_loadd(6, b + 0, 128);
         _tile_dpbf16ps(0, 4, 6);
-        _tile_loadd(7, b + 512, 64);
+        _tile_loadd(7, b + 32, 128);
         _tile_dpbf16ps(1, 4, 7);
         _tile_loadd(5, a + 512, 64);
         _tile_dpbf16ps(2, 5, 6);
@@ -105,10 +105,6 @@ void mk_ukernel_amx_bf16_32x32(int64_t kc, const float *restrict alpha, const ui
 }
 
 /* the driver and the L1 timing: the configuration once per thread (driver.c) */
-/* B packed in sub-panels of 16 columns per k step (driver.c, MK_B_SUBW): each B
-   tile is 1 KiB read at a stride of 64 bytes */
-#define MK_B_SUBW 16
-#define MK_B_STEP 32
 #define MK_UKERNEL_HOT mk_ukernel_amx_bf16_32x32_hot
 #define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))
 #define MK_THREAD_SETUP() mk_amx_config_amx_bf16_32x32()

@@ -15,14 +15,9 @@ each tile register, :func:`tile_config`). One k step is one group of 64 bytes of
 
 * bf16 (``tdpbf16ps``): 32 k. A tile: MR rows x 32 bf16 of K (the A panel in rows of
   64 bytes, ga = 32); B tile: 16 rows of bf16 pairs (k, k+1) x 16 columns (the B
-  panel in pairs, gb = 2);
+  panel in pairs, gb = 2, a row of the tile is 64 bytes of one pair row);
 * int8 (``tdpbssd``, ``tdpbusd``, ``tdpbuud`` for s8s8, u8s8, u8u8: the first source is A):
   64 k; A rows of 64 bytes (ga = 64), B in quads (gb = 4).
-
-Both panels' tiles are compact, 1 KiB read at a stride of 64 bytes: A's by its layout,
-B's because the module asks the driver for B in sub-panels of 16 columns per k step
-(``MK_B_SUBW``, ``MK_B_STEP``, c_src/driver.c), one per B tile, instead of pair rows
-of all NR columns (a stride of NR x 4 bytes).
 
 C[i][j] += A_i . B_j for every pair, B tiles loaded once per step and A tiles once per
 row, interleaved with the dot products (the loads of the next tile overlap the TMUL).
@@ -208,7 +203,7 @@ def ukernel(spec) -> str:
         out.append(f"        _tile_loadd({areg[i]}, a + {16 * i * kg}, 64);")
         for j in range(nt):
             if i == 0:
-                out.append(f"        _tile_loadd({breg[j]}, b + {16 * j * kg}, 64);")
+                out.append(f"        _tile_loadd({breg[j]}, b + {16 * j * g}, {nr * 4});")
             out.append(f"        {DP[t]}({creg[i][j]}, {areg[i]}, {breg[j]});")
     out += [f"        a += {mr * kg};", f"        b += {kg * nr};", "    }",
             "    if (direct) {"]
@@ -238,10 +233,6 @@ def ukernel(spec) -> str:
             f"    {sym}_hot(kc, alpha, a, b, beta, c, rs_c, cs_c);",
             "    _tile_release();", "}", "",
             "/* the driver and the L1 timing: the configuration once per thread (driver.c) */",
-            "/* B packed in sub-panels of 16 columns per k step (driver.c, MK_B_SUBW): each B",
-            "   tile is 1 KiB read at a stride of 64 bytes */",
-            "#define MK_B_SUBW 16",
-            f"#define MK_B_STEP {kg}",
             f"#define MK_UKERNEL_HOT {sym}_hot",
             "#define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))",
             f"#define MK_THREAD_SETUP() {cfg}()",
