@@ -44,6 +44,8 @@
 #                                      team, its old units (parts=1 chunks=4), bound threads,
 #                                      numpy and PyTorch alone (2 processes each), interleaved
 #   bash bench/device_cpu.sh scaling3  the same alone at 1, 4 and 16 threads, 3 processes each
+#   bash bench/device_cpu.sh scaling5  issue 24's scaling bar once more: bench/threads.py at 1 and
+#                                      16 threads, n = 4096, 5 processes per library in turn
 #   bash bench/device_cpu.sh teamcheck bench/team_check.py at 16 threads (the team's units against
 #                                      the float64 reference, and against the old units bit
 #                                      for bit), tests/test_threads.py and test_blocking.py
@@ -195,6 +197,13 @@ if [ "${1:-}" = units ]; then
     run python3 bench/threads.py --threads 1,16 --sizes 4096 --repeats 3 --interleaved 0 \
         --libs "microkernel team,microkernel team nc=4096,numpy,torch" --out "$OUT"
   } 2>&1 | tee "$OUT/device_units.log"
+  exit 0
+fi
+if [ "${1:-}" = scaling5 ]; then
+  {
+    run python3 bench/threads.py --threads 1,16 --sizes 4096 --repeats 5 --interleaved 0 \
+        --libs "microkernel team,numpy,torch" --out "$OUT"
+  } 2>&1 | tee "$OUT/device_scaling5.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then
