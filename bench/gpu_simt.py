@@ -123,8 +123,9 @@ def scan_extra():
 SCAN_LARGE = {(4096, 4096, 4096): (1,), (8192, 8192, 8192): (1,), (5124, 700, 2048): (1, 2)}
 #: Calls per sample of the split-K scan.
 SCAN_CALLS = 20
-#: Shapes of the call-overhead measurement (one plain; split-K reduced in the last block
-#: and by a kernel: one launch and two).
+#: Shapes of the call-overhead measurement (one plain; two split-K plans, reduced by a
+#: kernel: two launches as one graph; in the last block, one launch, when
+#: launch.TWO_LAUNCH_MIN_S is raised).
 OVERHEAD_SHAPES = [(64, 64, 64), (35, 700, 2048), (1024, 1024, 1024)]
 #: Calls per batch and batches of the call-overhead measurement.
 OVERHEAD_CALLS, OVERHEAD_BATCHES = 200, 5

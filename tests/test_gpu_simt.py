@@ -487,16 +487,21 @@ def test_partials_kernel_has_no_unsplit_epilogue_or_count():
     assert "X = C" not in part and "def sgemm_" in part and "_partials(" in part
 
 
-def test_planner_reduces_by_kernel_only_for_long_kernels(monkeypatch):
+def test_planner_reduces_by_kernel_from_two_launch_min_s(monkeypatch):
     """A split plan predicted to take at least TWO_LAUNCH_MIN_S reduces in a kernel
-    of its own (its second launch hides behind the GPU time); shorter ones in the
-    last block; gemm() follows the plan either way, within the bound."""
-    p = launch.plan_launch(1024, 1024, 1024)
-    assert p.split > 1 and p.predicted_s >= launch.TWO_LAUNCH_MIN_S and p.reduce == "kernel"
+    of its own, shorter ones in the last block: with the default (0, the graph's
+    rule) every split plan, with the one-by-one launches' 30 us only the long ones;
+    gemm() follows the plan either way, within the bound."""
+    assert launch.TWO_LAUNCH_MIN_S == 0.0
     p = launch.plan_launch(35, 700, 2048)
-    assert p.split > 1 and p.predicted_s < launch.TWO_LAUNCH_MIN_S
-    assert p.reduce == "last block" and "reduced by the last block" in p.summary()
+    assert p.split > 1 and p.reduce == "kernel" and "reduced by a kernel" in p.summary()
     assert launch.plan_launch(4096, 4096, 4096).reduce == ""
+    monkeypatch.setattr(launch, "TWO_LAUNCH_MIN_S", 30e-6)
+    p = launch.plan_launch(1024, 1024, 1024)
+    assert p.split > 1 and p.predicted_s >= 30e-6 and p.reduce == "kernel"
+    p = launch.plan_launch(35, 700, 2048)
+    assert p.split > 1 and p.predicted_s < 30e-6
+    assert p.reduce == "last block" and "reduced by the last block" in p.summary()
     monkeypatch.setattr(launch, "TWO_LAUNCH_MIN_S", 0.0)
     launch.clear_plans()
     A, B, C0 = _operands(24, 40, 64, 9)

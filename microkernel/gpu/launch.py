@@ -33,9 +33,9 @@ partial sums to its own slice of a workspace, and the slices are added in the or
 0, 1, ..., S-1 (bit-identical run to run), either by the last of a tile's S blocks
 to finish (an atomic count per tile: one launch) or by a reduction kernel launched
 after the partials kernel (two launches; :mod:`microkernel.gpu.simt_splitk`). The
-second took 2.3-13 us less GPU time on the H200 but a second launch, so a plan
-reduces by kernel only when its predicted time is at least :data:`TWO_LAUNCH_MIN_S`
-(``LaunchPlan.reduce``).
+second took 2.3-13 us less GPU time on the H200, and the runner launches both kernels
+as one CUDA graph, so a plan reduces by kernel when its predicted time is at least
+:data:`TWO_LAUNCH_MIN_S` (0: every split plan; ``LaunchPlan.reduce``).
 
 **Launch overhead.** :func:`runner` caches, per (shape, tile, split, variant), the
 plan, the compiled kernel's driver handle, the workspace and the kernel parameters
@@ -102,15 +102,17 @@ ROUND_OVERHEAD_S = 1.5e-6
 #: kernel) after the k slices.
 REDUCE_LAUNCH_S = 2.0e-6
 #: Predicted kernel time from which a split-K plan reduces in a kernel of its own
-#: (two launches) rather than in the tile's last block. H200, 2026-12-04
-#: (bench/results/h200/race_partials.md): the reduction kernel took less GPU time
-#: (1024^3 split 2: 55.1-55.7 against 58.6-58.7 us; 512x512x4096 split 8: 54.7 against
-#: 67.7; 35x700x2048 split 12: 13.2 against 16.0), but each cuLaunchKernel costs
-#: 5.5-7 us of host time there, and a gemm() call that launches twice took 13.9-25.3 us
-#: (two processes) against 9.3-15: below about 30 us of kernel time, back-to-back
-#: calls would wait on the host instead. Set before plans ran as a CUDA graph (two
-#: kernels then cost the host about what one does): to be re-measured at 0.
-TWO_LAUNCH_MIN_S = 30e-6
+#: (two launches) rather than in the tile's last block. The reduction kernel takes less
+#: GPU time (H200, bench/results/h200/race_partials.md: 1024^3 split 2 55.1-55.7 against
+#: 58.6-58.7 us, 512x512x4096 split 8 54.7 against 67.7, 35x700x2048 split 12 13.2
+#: against 16.0). Launched one by one, each cuLaunchKernel cost 5.5-7 us of host time,
+#: which made 30 us the threshold; as one CUDA graph (the runner's path) two kernels
+#: cost the host 2.4 us against 3.1 for one, and back-to-back calls of 35x700x2048 split
+#: 12 took 12.85 us each with the reduction kernel against 17.27 in the last block
+#: (cuBLAS 14.58; 9 interleaved rounds, bench/gpu_reduce_graph.py,
+#: bench/results/h200/reduce_graph.json). So 0: every split plan. A runner that cannot
+#: build the graph still launches the two kernels, one by one.
+TWO_LAUNCH_MIN_S = 0.0
 #: DRAM bandwidth the model assumes (H200: 4.8 TB/s peak).
 DRAM_BYTES_PER_S = 3.0e12
 #: Largest split-K factor, smallest k per split, largest workspace (bytes).
