@@ -670,6 +670,79 @@ def test_gemm_split_argument_errors():
         front.gemm(f, B)
 
 
+class _TorchLike:
+    """What gemm() reads of a PyTorch tensor (its type's module names torch), for the
+    checks that run before any GPU work."""
+    __module__ = "torch._test_stand_in"
+
+    def __init__(self, shape, dtype="torch.float32", is_cuda=True, requires_grad=False):
+        self.shape, self.dtype, self.is_cuda = shape, dtype, is_cuda
+        self.requires_grad, self.device = requires_grad, "cuda:0" if is_cuda else "cpu"
+
+    def data_ptr(self):
+        return 0
+
+    def stride(self):
+        return (self.shape[1], 1)
+
+
+def test_gemm_refuses_pytorch_tensors_it_cannot_use():
+    """A PyTorch tensor on the CPU, one that requires grad, one of another dtype or
+    rank: a clear error naming the operand, before any launch."""
+    ok = _TorchLike((4, 4))
+    with pytest.raises(TypeError, match="B is a PyTorch tensor on cpu, not on a CUDA"):
+        front.gemm(ok, _TorchLike((4, 4), is_cuda=False))
+    with pytest.raises(ValueError, match="A requires grad.*detach"):
+        front.gemm(_TorchLike((4, 4), requires_grad=True), ok)
+    with pytest.raises(TypeError, match="C must be float32, got torch.float64"):
+        front.gemm(ok, ok, _TorchLike((4, 4), "torch.float64"))
+    with pytest.raises(ValueError, match="A must be 2-D"):
+        front.gemm(_TorchLike((4, 4, 4)), ok)
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        front.gemm(_TorchLike((4, 5)), ok)
+
+
+def test_gemm_of_a_transposed_device_view_returns_a_new_device_c():
+    """A transposed (non-contiguous) device A and no C: staged through a C-ordered copy
+    and returned as a new device array (the fast path must not leave a C behind when
+    it cannot take the call)."""
+    A, B, C0 = _operands(20, 16, 12, 21)
+    dA = cuda.to_device(np.ascontiguousarray(A.T)).T
+    out = front.gemm(dA, cuda.to_device(B))
+    got = out.copy_to_host()
+    assert got.shape == (20, 16)
+    assert np.all(np.abs(got - _ref(A, B, C0, 1.0, 0.0)) <= _bound(A, B, C0, 1.0, 0.0))
+
+
+@pytest.mark.skipif(SIM, reason="PyTorch's CUDA tensors need a GPU")
+def test_gemm_on_pytorch_tensors():
+    """gemm() on CUDA tensors read from their own attributes: plain, transposed (staged
+    through a contiguous copy) and offset views (the pointer includes the storage
+    offset), C updated in place or returned, within the float64 bound."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator(device="cuda").manual_seed(3)
+    flat = torch.rand(8000, device="cuda", generator=g) - 0.5
+    views = {"plain": (torch.rand(70, 52, device="cuda", generator=g) - 0.5,
+                       torch.rand(52, 36, device="cuda", generator=g) - 0.5),
+             "transposed": ((torch.rand(52, 70, device="cuda", generator=g) - 0.5).t(),
+                            torch.rand(52, 36, device="cuda", generator=g) - 0.5),
+             # contiguous views at 32 and 12 bytes into their storage (vec, scalar)
+             "offset": (flat[8:8 + 70 * 52].view(70, 52), flat[4003:4003 + 52 * 36].view(52, 36))}
+    for nm, (A, B) in views.items():
+        C0 = torch.rand(70, 36, device="cuda", generator=g)
+        C = C0.clone()
+        assert front.gemm(A, B, C, alpha=1.5, beta=0.5) is C
+        a, b, c0 = (x.cpu().numpy() for x in (A, B, C0))
+        err = np.abs(C.cpu().numpy() - _ref(a, b, c0, 1.5, 0.5))
+        assert np.all(err <= _bound(a, b, c0, 1.5, 0.5)), nm
+        new = front.gemm(A, B)
+        assert np.all(np.abs(new.copy_to_host() - _ref(a, b, c0, 1.0, 0.0))
+                      <= _bound(a, b, c0, 1.0, 0.0)), nm
+    with pytest.raises(TypeError, match="not on a CUDA device"):
+        front.gemm(A, B.cpu())
+    launch.clear_plans()
+
+
 # -- port and the GPU sweep hook ---------------------------------------------------------
 
 def test_port_warp_options():

@@ -5,7 +5,8 @@ By default (``tile=None``) :func:`gemm` is *shape-adaptive*: the planner of
 on the current GPU, and the choice is kept in ``gemm.last_plan`` (a
 :class:`~microkernel.gpu.launch.LaunchPlan`). On device arrays the call costs a few
 microseconds of host time beyond the kernel: the operands' shapes, dtypes and
-pointers are read from their ``__cuda_array_interface__``, the plan, the compiled
+pointers are read from their ``__cuda_array_interface__`` (from a PyTorch tensor's own
+attributes: torch rebuilds that interface on every read), the plan, the compiled
 kernel and its launch configuration come from a cache keyed by (shape, tile,
 split, variant), and the plan's kernels are launched as one CUDA graph on parameters
 packed once per plan (:mod:`microkernel.gpu.launch`; ``bench/gpu_simt.py``
@@ -30,7 +31,8 @@ _KINDS: dict = {}
 
 def _kind(x) -> str | None:
     """How to read an operand, cached by type: "numpy", "numba" (numba's device
-    arrays), "sim" (the simulator's), "cupy", "cai" (any other
+    arrays), "sim" (the simulator's), "cupy", "torch" (PyTorch tensors: on a CUDA
+    device or not, :func:`_check_matrix` says), "cai" (any other
     ``__cuda_array_interface__`` object), or None."""
     t = type(x)
     k = _KINDS.get(t)
@@ -43,6 +45,9 @@ def _kind(x) -> str | None:
             k = "sim"
         elif t.__module__.startswith("cupy") and hasattr(x, "data") and hasattr(x, "flags"):
             k = "cupy"
+        elif (t.__module__.split(".")[0] == "torch" and hasattr(x, "data_ptr")
+              and hasattr(x, "is_cuda")):
+            k = "torch"
         elif hasattr(x, "__cuda_array_interface__"):
             k = "cai"
         else:
@@ -54,7 +59,8 @@ def _kind(x) -> str | None:
 def _is_device(x) -> bool:
     """A CUDA device array: numba's (the simulator's too) or any object with
     ``__cuda_array_interface__`` (CuPy, PyTorch, ...)."""
-    return _kind(x) not in (None, "numpy")
+    k = _kind(x)
+    return k not in (None, "numpy") and (k != "torch" or x.is_cuda)
 
 
 def _as_device(x):
@@ -64,8 +70,9 @@ def _as_device(x):
     return cuda.as_cuda_array(x)            # zero-copy view of a CAI object
 
 
-def _meta(x, kind: str):
-    """(data pointer, C-contiguous) of a device array of the given kind."""
+def _meta(x, kind: str, cai=None):
+    """(data pointer, C-contiguous) of a device array of the given kind (``cai``: its
+    ``__cuda_array_interface__`` already read, else read here)."""
     if kind == "numba":
         sh, st = x.shape, x.strides
         if len(sh) != 2 or x.dtype.itemsize != 4:
@@ -75,7 +82,10 @@ def _meta(x, kind: str):
         return x.gpu_data.device_pointer_value or 0, contig
     if kind == "cupy":
         return x.data.ptr, x.flags.c_contiguous
-    ptr, _, contig = device_info(x)
+    if kind == "torch":                     # strides in elements; a 2-D float32 tensor
+        sh, st = x.shape, x.stride()
+        return x.data_ptr(), ((sh[1] <= 1 or st[1] == 1) and (sh[0] <= 1 or st[0] == sh[1]))
+    ptr, _, contig = _cai_info(cai) if cai is not None else device_info(x)
     return ptr, contig
 
 
@@ -87,6 +97,11 @@ def device_info(x):
     if cai is None:                         # numba's simulator (FakeCUDAArray)
         a = x._ary
         return a.ctypes.data, a.shape, bool(a.flags.c_contiguous)
+    return _cai_info(cai)
+
+
+def _cai_info(cai):
+    """(data pointer, shape, C-contiguous) from a ``__cuda_array_interface__`` dict."""
     shape = tuple(cai["shape"])
     st = cai.get("strides")
     contig = st is None or (len(shape) == 2 and (shape[0] <= 1 or st[0] == 4 * shape[1])
@@ -105,12 +120,24 @@ def vec_ok(A, B, C) -> bool:
 
 
 def _check_matrix(x, name: str):
-    """(kind, shape) of an operand; TypeError/ValueError on bad input."""
+    """(kind, shape, the ``__cuda_array_interface__`` of a "cai" operand, else None)
+    of an operand, the interface read once (a read can cost microseconds); PyTorch
+    tensors are read from their own attributes. TypeError/ValueError on bad input."""
     kind = _kind(x)
     if kind is None:
         raise TypeError(f"{name} must be a numpy array or a CUDA device array "
                         f"(__cuda_array_interface__), got {type(x).__name__}")
-    if kind == "cai":                       # torch & co: dtype not a numpy dtype
+    cai = None
+    if kind == "torch":                     # its own attributes, not the interface
+        if not x.is_cuda:
+            raise TypeError(f"{name} is a PyTorch tensor on {x.device}, not on a CUDA "
+                            f"device (pass {name}.cuda(), or {name}.numpy())")
+        if x.requires_grad:
+            raise ValueError(f"{name} requires grad: gemm() is not differentiable "
+                             f"(pass {name}.detach())")
+        dt = str(x.dtype)
+        dtype, shape = (np.dtype(np.float32) if dt == "torch.float32" else dt), tuple(x.shape)
+    elif kind == "cai":                     # other libraries: dtype not a numpy dtype
         cai = x.__cuda_array_interface__
         dtype, shape = np.dtype(cai["typestr"]), tuple(cai["shape"])
     else:
@@ -119,7 +146,7 @@ def _check_matrix(x, name: str):
         raise TypeError(f"{name} must be float32, got {dtype}")
     if len(shape) != 2:
         raise ValueError(f"{name} must be 2-D, got {len(shape)}-D with shape {tuple(shape)}")
-    return kind, tuple(shape)
+    return kind, tuple(shape), cai
 
 
 _TILE_ARGS: dict = {}
@@ -182,10 +209,11 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
     Raises
     ------
     TypeError
-        An operand that is not a numpy/device array or not float32; non-real
-        alpha/beta; a non-integer split.
+        An operand that is not a numpy/device array or not float32 (a PyTorch tensor
+        not on a CUDA device); non-real alpha/beta; a non-integer split.
     ValueError
-        An operand that is not 2-D, inner dimensions that differ, C of the wrong
+        A PyTorch tensor that requires grad (gemm() is not differentiable: pass
+        ``.detach()``), an operand that is not 2-D, inner dimensions that differ, C of the wrong
         shape, a read-only numpy C, split < 1, split > 1 with a tile that has no
         warp tile, or a grid beyond CUDA's limits.
     ImportError
@@ -201,15 +229,15 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
             raise TypeError(f"split must be an integer, got {type(split).__name__}")
         if split < 1:
             raise ValueError(f"split must be >= 1, got {split}")
-    a_kind, (m, k) = _check_matrix(A, "A")
-    b_kind, (kb, n) = _check_matrix(B, "B")
+    a_kind, (m, k), a_cai = _check_matrix(A, "A")
+    b_kind, (kb, n), b_cai = _check_matrix(B, "B")
     a_dev, b_dev = a_kind != "numpy", b_kind != "numpy"
     if kb != k:
         raise ValueError(f"inner dimensions differ: A is {m}x{k}, B is {kb}x{n}")
     c_dev = False
-    c_kind = None
+    c_kind = c_cai = None
     if C is not None:
-        c_kind, cshape = _check_matrix(C, "C")
+        c_kind, cshape, c_cai = _check_matrix(C, "C")
         c_dev = c_kind != "numpy"
         if cshape != (m, n):
             raise ValueError(f"C must be {m}x{n} for A {m}x{k} @ B {k}x{n}, got "
@@ -248,12 +276,12 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
     reads_c = beta != 0
     if a_dev and b_dev and (C is None or c_dev):
         # device arrays: the fast path (no copies, no numba dispatch)
-        if C is None:
+        pa, ca = _meta(A, a_kind, a_cai)
+        pb, cb = _meta(B, b_kind, b_cai)
+        if ca and cb and C is None:         # the result (else staged below, C still None)
             C = cuda.device_array((m, n), np.float32)
             c_kind = _kind(C)
-        pa, ca = _meta(A, a_kind)
-        pb, cb = _meta(B, b_kind)
-        pc, cc = _meta(C, c_kind)
+        pc, cc = _meta(C, c_kind, c_cai) if ca and cb else (0, False)
         if ca and cb and cc:
             variant = ("vec" if not (k % 4 or n % 4 or pa % 16 or pb % 16 or pc % 16)
                        else "scalar")
@@ -270,7 +298,10 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
     def to_dev(x, is_dev):
         if is_dev:
             d = _as_device(x)
-            return d if device_info(d)[2] else cuda.to_device(d.copy_to_host())
+            # a strided or transposed (Fortran-ordered) view: a C-ordered copy, which the
+            # kernels' typed loads want (copy_to_host keeps the view's order)
+            return d if device_info(d)[2] else cuda.to_device(
+                np.ascontiguousarray(d.copy_to_host()))
         return cuda.to_device(np.ascontiguousarray(x))
 
     dA = to_dev(A, a_dev)
