@@ -40,7 +40,8 @@ def main() -> int:
         C0 = C.clone()
         front.gemm(A, B, C, alpha=1.5, beta=0.5)
         torch.cuda.synchronize()
-        err = (C.double() - (1.5 * (A.double() @ B.double()) + 0.5 * C0.double())).abs().max().item()
+        want = 1.5 * (A.double() @ B.double()) + 0.5 * C0.double()
+        err = (C.double() - want).abs().max().item()
         Cm = torch.empty(m, n, device="cuda")
         Ac, Bc, Cc = cp.asarray(A), cp.asarray(B), cp.asarray(C)
         fs = {"gemm(torch)": lambda: front.gemm(A, B, C),

@@ -213,9 +213,9 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
         not on a CUDA device); non-real alpha/beta; a non-integer split.
     ValueError
         A PyTorch tensor that requires grad (gemm() is not differentiable: pass
-        ``.detach()``), an operand that is not 2-D, inner dimensions that differ, C of the wrong
-        shape, a read-only numpy C, split < 1, split > 1 with a tile that has no
-        warp tile, or a grid beyond CUDA's limits.
+        ``.detach()``), an operand that is not 2-D, inner dimensions that differ, C of
+        the wrong shape, a read-only numpy C, split < 1, split > 1 with a tile that has
+        no warp tile, or a grid beyond CUDA's limits.
     ImportError
         numba-cuda is not installed.
     """
