@@ -101,17 +101,13 @@ ROUND_OVERHEAD_S = 1.5e-6
 #: The split-K tail: the pass over the S partials (the tile's last block, or the reduction
 #: kernel) after the k slices.
 REDUCE_LAUNCH_S = 2.0e-6
-#: Predicted kernel time from which a split-K plan reduces in a kernel of its own
-#: (two launches) rather than in the tile's last block. The reduction kernel takes less
-#: GPU time (H200, bench/results/h200/race_partials.md: 1024^3 split 2 55.1-55.7 against
-#: 58.6-58.7 us, 512x512x4096 split 8 54.7 against 67.7, 35x700x2048 split 12 13.2
-#: against 16.0). Launched one by one, each cuLaunchKernel cost 5.5-7 us of host time,
-#: which made 30 us the threshold; as one CUDA graph (the runner's path) two kernels
-#: cost the host 2.4 us against 3.1 for one, and back-to-back calls of 35x700x2048 split
-#: 12 took 12.85 us each with the reduction kernel against 17.27 in the last block
-#: (cuBLAS 14.58; 9 interleaved rounds, bench/gpu_reduce_graph.py,
-#: bench/results/h200/reduce_graph.json). So 0: every split plan. A runner that cannot
-#: build the graph still launches the two kernels, one by one.
+#: Predicted kernel time from which a split-K plan reduces in a kernel of its own (two
+#: launches) rather than in the tile's last block: 0, every split plan. The reduction
+#: kernel takes less GPU time (H200, bench/results/h200/race_partials.md), and as one
+#: CUDA graph (the runner's path) two kernels cost the host 2.4 us against 3.1 for one:
+#: back-to-back calls of 35x700x2048 split 12 took 12.85 us against 17.27 in the last
+#: block, cuBLAS 14.58 (bench/gpu_reduce_graph.py, bench/results/h200/reduce_graph.json).
+#: It was 30 us while each cuLaunchKernel cost 5.5-7 us of host time (docs/gpu-simt.md).
 TWO_LAUNCH_MIN_S = 0.0
 #: DRAM bandwidth the model assumes (H200: 4.8 TB/s peak).
 DRAM_BYTES_PER_S = 3.0e12
