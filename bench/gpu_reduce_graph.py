@@ -29,10 +29,9 @@ import dataclasses
 import json
 import random
 import statistics
-import time
 
 import gpu_simt  # noqa: F401  (sets CUPY_TF32=0 and the numba environment first)
-from gpu_simt import Timer, interleaved, reference_and_bound
+from gpu_simt import Timer, back_to_back_us, interleaved, reference_and_bound
 
 
 def main(argv=None) -> int:
@@ -88,14 +87,7 @@ def main(argv=None) -> int:
             names = list(fns)
             rng.shuffle(names)
             for nm in names:
-                fn = fns[nm]
-                fn()
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(200):
-                    fn()
-                torch.cuda.synchronize()
-                wall[nm].append((time.perf_counter() - t0) / 200)
+                wall[nm].append(back_to_back_us(fns[nm]) * 1e-6)
         for label, times in (("gpu", gpu), ("wall", wall)):
             arr = {nm: np.array(v) for nm, v in times.items()}
             res[label] = {nm: {"median_us": round(statistics.median(v) * 1e6, 2),

@@ -606,6 +606,20 @@ def host_us_samples(fn, timer, calls: int = OVERHEAD_CALLS,
     return vals
 
 
+def back_to_back_us(fn, calls: int = 200) -> float:
+    """Microseconds per call of ``calls`` calls of ``fn`` from one synchronize to the
+    next, after one warm-up call: what a loop of calls sees (the host's cost or the
+    GPU's, whichever is longer), unlike :func:`host_us_samples` and :class:`Timer`."""
+    import torch
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
 def overhead_part() -> dict:
     import cupy as cp
     import torch

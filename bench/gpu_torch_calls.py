@@ -14,19 +14,9 @@ call (``GEMM ...`` lines). At these sizes the host's cost per call is most of it
 figures say what a Python loop of calls sees. Nothing is asserted.
 """
 import statistics
-import time
 
 import gpu_simt  # noqa: F401  (sets CUPY_TF32=0 and the numba environment first)
-
-
-def per_call_us(fn, torch, calls: int = 200) -> float:
-    fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t) / calls * 1e6
+from gpu_simt import back_to_back_us
 
 
 def main() -> int:
@@ -50,7 +40,7 @@ def main() -> int:
         r = {nm: [] for nm in fs}
         for _ in range(7):
             for nm, f in fs.items():
-                r[nm].append(per_call_us(f, torch))
+                r[nm].append(back_to_back_us(f))
         print("GEMM", f"{m}x{n}x{k}", front.gemm.last_plan.summary().split(": ", 1)[1],
               f"max err {err:.2e}",
               {nm: (round(statistics.median(v), 2), round(min(v), 2), round(max(v), 2))

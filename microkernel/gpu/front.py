@@ -278,21 +278,22 @@ def gemm(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, tile=None,
         # device arrays: the fast path (no copies, no numba dispatch)
         pa, ca = _meta(A, a_kind, a_cai)
         pb, cb = _meta(B, b_kind, b_cai)
-        if ca and cb and C is None:         # the result (else staged below, C still None)
-            C = cuda.device_array((m, n), np.float32)
-            c_kind = _kind(C)
-        pc, cc = _meta(C, c_kind, c_cai) if ca and cb else (0, False)
-        if ca and cb and cc:
-            variant = ("vec" if not (k % 4 or n % 4 or pa % 16 or pb % 16 or pc % 16)
-                       else "scalar")
-            r = _launch.runner(m, n, k, gtile, split, variant, alpha_zero, reads_c,
-                               _launch.device_limits())
-            gemm.last_plan = r.plan
-            if r.direct:
-                r.run_fast(pa, pb, pc, alpha, beta)
-            else:
-                r.run(_as_device(A), _as_device(B), _as_device(C), alpha, beta)
-            return C
+        if ca and cb:                       # (else staged below, C as given)
+            if C is None:
+                C = cuda.device_array((m, n), np.float32)
+                c_kind = _kind(C)
+            pc, cc = _meta(C, c_kind, c_cai)
+            if cc:
+                variant = ("vec" if not (k % 4 or n % 4 or pa % 16 or pb % 16 or pc % 16)
+                           else "scalar")
+                r = _launch.runner(m, n, k, gtile, split, variant, alpha_zero, reads_c,
+                                   _launch.device_limits())
+                gemm.last_plan = r.plan
+                if r.direct:
+                    r.run_fast(pa, pb, pc, alpha, beta)
+                else:
+                    r.run(_as_device(A), _as_device(B), _as_device(C), alpha, beta)
+                return C
 
     # numpy operands (or non-contiguous device arrays): stage through the device
     def to_dev(x, is_dev):
