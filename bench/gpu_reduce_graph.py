@@ -24,22 +24,19 @@ faster) with its 95% interval; nothing is asserted.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import random
 import statistics
 
 import gpu_simt  # noqa: F401  (sets CUPY_TF32=0 and the numba environment first)
-from gpu_simt import Timer, back_to_back_us, interleaved, reference_and_bound
+from gpu_simt import (Timer, back_to_back_us, interleaved, race_args,
+                      reference_and_bound, save_json)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shape", action="append", default=[])
-    ap.add_argument("--rounds", type=int, default=9)
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args(argv)
+    args = race_args(__doc__, argv, extra=lambda ap: ap.add_argument(
+        "--shape", action="append", default=[]))
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shape] or [
         (1024, 1024, 1024), (512, 512, 4096), (35, 700, 2048)]
     import numpy as np
@@ -98,9 +95,7 @@ def main(argv=None) -> int:
                 stats.paired_ratios(arr["last block"], arr["kernel"])))
         print("REDUCE", json.dumps(res), flush=True)
         out["shapes"].append(res)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    save_json(args.json, out)
     return 0
 
 

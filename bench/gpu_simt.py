@@ -606,6 +606,24 @@ def host_us_samples(fn, timer, calls: int = OVERHEAD_CALLS,
     return vals
 
 
+def race_args(doc: str, argv=None, rounds: int = 9, extra=None):
+    """The arguments of a race script: ``--rounds`` (default ``rounds``), ``--json``
+    (a path for the results), and what ``extra(parser)`` adds."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--json", default=None)
+    if extra:
+        extra(ap)
+    return ap.parse_args(argv)
+
+
+def save_json(path, data) -> None:
+    """Write ``data`` to ``path`` as indented JSON, when a path is given."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
+
+
 def back_to_back_us(fn, calls: int = 200) -> float:
     """Microseconds per call of ``calls`` calls of ``fn`` from one synchronize to the
     next, after one warm-up call: what a loop of calls sees (the host's cost or the

@@ -350,6 +350,41 @@ def test_shared_layout_is_conflict_free():
     assert banks.wavefronts(noskew, 1)[0] == 2
 
 
+@pytest.mark.parametrize("in_flight, tile, rows", [
+    (None, T_M4, 0),                                             # one float4 at a time
+    (8, GpuTile(2, 4, 16, 32, 4, wm=8, wn=32, group_m=2), 2),   # both rows in one chunk
+    (1, GpuTile(2, 4, 16, 32, 4, wm=8, wn=32, group_m=3), 1),   # one row a chunk
+], ids=["per-group", "chunk2", "chunk1"])
+@pytest.mark.parametrize("m, n, k", [(20, 36, 12), (32, 64, 8)], ids=["edges", "exact"])
+def test_epilogue_reads_c_by_chunks_of_rows(monkeypatch, in_flight, tile, rows, m, n, k):
+    """beta != 0 with float4 stores: a tile listed in C_LOADS_IN_FLIGHT loads the C of
+    a chunk of rows of its thread tile, then stores; others load and store one float4
+    group at a time (simt_epilogue). T_M4's 2 x 4 thread tile is one group a row, so 8
+    loads take both rows in one chunk and 1 takes a row a chunk (fresh tiles by
+    group_m, so that nothing compiled before is reused). 20 x 36: rows 20-31 of the
+    second block row and columns 36-63 are outside C (the guarded vec variant);
+    32 x 64 x 8 is divided by the tile (the exact variant)."""
+    from microkernel.gpu import simt_epilogue
+    if in_flight is not None:
+        monkeypatch.setitem(simt_epilogue.C_LOADS_IN_FLIGHT, (2, 4, 16, 32), in_flight)
+    assert simt_epilogue.rows_per_chunk(tile) == rows
+    assert ("cx[h, j" in simt.kernel_source(tile)) == bool(rows)
+    A, B, C0 = _operands(m, n, k, 29)
+    dC = cuda.to_device(C0)
+    front.gemm(cuda.to_device(A), cuda.to_device(B), dC, alpha=1.5, beta=-0.5, tile=tile,
+               split=1)
+    assert front.gemm.last_plan.split == 1
+    assert np.all(np.abs(dC.copy_to_host() - _ref(A, B, C0, 1.5, -0.5))
+                  <= _bound(A, B, C0, 1.5, -0.5))
+
+
+def test_rows_per_chunk_of_the_auto_tiles():
+    """8x16 / 128x128 are not listed (0: one group at a time); 8 loads for the 8x8
+    thread tile (2 groups a row) is 4 rows; 4 loads for 8x4 (1 group a row) 4 rows."""
+    from microkernel.gpu.simt_epilogue import rows_per_chunk
+    assert [rows_per_chunk(t) for t in launch.AUTO_TILES] == [0, 0, 4, 4, 4]
+
+
 # -- split-K --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("tile", [T_M, T_MA, T_M4], ids=lambda t: t.name)
@@ -527,22 +562,23 @@ def test_busiest_sm_rounds():
 
 def test_planner_hand_worked_four_sms():
     """128x128x4096, DEFAULT_TILE (2 blocks/SM at its 128-register cap), 4 SMs.
-    rate = 128 FMA/clk x 1.98 GHz x 0.75 = 190.08 GFMA/s per SM; a block of 8 warps
-    runs at that rate alone (>= 4 warps). Split s: kslice = roundup(ceil(4096/s), 8).
-      s=1: 1 block, 128*128*4096/190.08e9 + 1.5 us = 354.56 us
-      s=4: 4 blocks, one per SM: 88.27 + 1.5 us; reduce (8*4 + 4)*128*128 B / 3 TB/s
-           + 2 us = 2.20 us -> 91.96 us (the fastest)
-      s=8: 8 blocks, 2 per SM at once: 2*128*128*512/190.08e9 + 1.5 = 89.77 us;
-           reduce 2.37 us -> 92.14 us (within 2%: tie, the smaller split wins)
-      s=16: 2 rounds of 2: 2*(44.13 + 1.5) = 91.27 us + 2.72 us = 93.99 us (> 2%)
+    rate = 128 FMA/clk x 1.98 GHz x 0.70 = 177.408 GFMA/s per SM; a block of 8 warps
+    runs at that rate alone (>= 6 warps). Split s: kslice = roundup(ceil(4096/s), 8).
+      s=1: 1 block, 128*128*4096/177.408e9 + 1.0 us = 378.27 + 1.0 = 379.27 us
+      s=4: 4 blocks, one per SM: 94.57 + 1.0 us; reduce (8*4 + 4)*128*128 B / 3 TB/s
+           + 2 us = 2.20 us -> 97.77 us (the fastest)
+      s=8: 8 blocks, 2 per SM at once: 2*128*128*512/177.408e9 + 1.0 = 95.57 us;
+           reduce 2.37 us -> 97.94 us (within 2%: tie, the smaller split wins)
+      s=16: 2 rounds of 2: 2*(47.28 + 1.0) = 96.57 us + 2.72 us = 99.29 us (within
+           2% too, and a larger split)
     """
     lim = SmLimits(name="four", sm_count=4)
     p = launch.plan_launch(128, 128, 4096, tile=DEFAULT_TILE, limits=lim)
     assert (p.split, p.kslice, p.grid, p.blocks, p.blocks_per_sm) == (4, 1024, (1, 1, 4), 4, 2)
     assert p.rounds == (1,) and p.waves == pytest.approx(4 / (2 * 4))
-    assert p.predicted_s == pytest.approx(91.96e-6, rel=1e-3)
+    assert p.predicted_s == pytest.approx(97.77e-6, rel=1e-3)
     one = launch.plan_launch(128, 128, 4096, tile=DEFAULT_TILE, split=1, limits=lim)
-    assert one.predicted_s == pytest.approx(354.56e-6, rel=1e-3)
+    assert one.predicted_s == pytest.approx(379.27e-6, rel=1e-3)
 
 
 def test_planner_on_h200_shapes():
@@ -569,6 +605,22 @@ def test_planner_on_h200_shapes():
     assert (mid.split, mid.blocks) == (1, 1024) and mid.waves == pytest.approx(1024 / 264)
     assert launch.plan_launch(35, 700, 2048, alpha_zero=True).split == 1
     assert launch.plan_launch(64, 64, 0).split == 1
+
+
+def test_planner_counts_the_epilogue_reading_c():
+    """beta != 0, unsplit: C_LOAD_BATCH_S (0.75 us) per round per batch of C loads.
+    2048^3, 8x16 in 128x256 blocks: 8 x 16 = 128 blocks, one per SM, one round; one
+    float4 group at a time, 8*16/4 = 32 batches -> 24 us more. 3072x1500x1024, 8x8 in
+    64x128 blocks: 12 x 48 = 576 blocks, 3 per SM: the busiest SM runs 5 (rounds of 3
+    and 2); 4 rows a chunk, 8/4 = 2 batches -> 2 * 2 * 0.75 = 3 us more."""
+    big, mid = launch.AUTO_TILES[0], launch.AUTO_TILES[2]
+    assert (launch.c_load_batches(big), launch.c_load_batches(mid)) == (32, 2)
+    for (m, n, k), t, extra in (((2048, 2048, 2048), big, 24e-6),
+                                ((3072, 1500, 1024), mid, 3e-6)):
+        p0, p1 = (launch.plan_launch(m, n, k, tile=t, split=1, reads_c=rc)
+                  for rc in (False, True))
+        assert p1.predicted_s - p0.predicted_s == pytest.approx(extra, rel=1e-6)
+    assert launch.plan_launch(3072, 1500, 1024, tile=mid, split=1).rounds == (3, 2)
 
 
 def test_planner_errors():

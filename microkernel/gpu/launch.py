@@ -19,7 +19,9 @@ model (:mod:`microkernel.gpu.occupancy`) and keeps the fastest:
   (:data:`DRAM_BYTES_PER_S`);
 * split-K adds writing and re-reading S partial sums of C and the reduction's
   tail (:data:`REDUCE_LAUNCH_S`); kslice is at least :data:`MIN_KSLICE` and
-  the workspace at most :data:`WORKSPACE_LIMIT` bytes.
+  the workspace at most :data:`WORKSPACE_LIMIT` bytes; an unsplit kernel that
+  reads C (beta != 0) waits :data:`C_LOAD_BATCH_S` per round for each batch of C
+  loads in its epilogue (:func:`c_load_batches`).
 
 Options within :data:`TIE` of the fastest are equivalent; among them one whose
 grid has a block for every SM wins, then the smallest split, then the earliest
@@ -38,23 +40,15 @@ as one CUDA graph, so a plan reduces by kernel when its predicted time is at lea
 :data:`TWO_LAUNCH_MIN_S` (0: every split plan; ``LaunchPlan.reduce``).
 
 **Launch overhead.** :func:`runner` caches, per (shape, tile, split, variant), the
-plan, the compiled kernel's driver handle, the workspace and the kernel parameters
-themselves (numba's ABI for a C-contiguous array: meminfo, parent, size, itemsize,
-data, shape, strides; then alpha, beta, kslice), packed once into a buffer of
-8-byte slots with the array of pointers ``cuLaunchKernel`` takes (CUDA Driver API,
-"Execution Control": ``kernelParams`` is an array of N pointers to the values).
-A call writes the three data pointers and alpha and beta into their slots. The
-plan's launches (one, or the partials kernel and the reduction kernel) are one CUDA
-graph (:class:`~microkernel.gpu.launchers.GraphLauncher`; CUDA Driver API, "Graph
-Management"): a call with the last call's pointers and scalars is one
-``cuGraphLaunch``, any other first updates the graph's nodes
-(``cuGraphExecKernelNodeSetParams``). On the H200 host that took 2.4-3.1 us against
-5.4-10.9 us for the launches one ``cuLaunchKernel`` at a time, and 7.4-8.3 us with the
-update (``bench/results/h200/race_partials.md``). Without graphs: ``cuLaunchKernel``
-per kernel (:class:`~microkernel.gpu.launchers.DriverLauncher`). Where that is
-unavailable the parameters go through ``cuda.core.launch`` (packed per call), and in
-the simulator or another numba-cuda version through the numba dispatcher;
-:attr:`Runner.path` says which.
+plan, the compiled kernel's driver handle, the workspace and the kernel parameters,
+packed once in numba's ABI (``cuLaunchKernel``'s array of pointers to the values;
+CUDA Driver API, "Execution Control"); a call writes the data pointers, alpha and
+beta. The plan's launches are one CUDA graph
+(:class:`~microkernel.gpu.launchers.GraphLauncher`; "Graph Management"), its nodes
+updated only when those values change: 2.4-3.1 us of host time on the H200 against
+5.4-10.9 us launched one by one (``bench/results/h200/race_partials.md``, docs/gpu-simt.md).
+Without graphs: ``cuLaunchKernel`` per kernel, else ``cuda.core.launch``, and in the
+simulator numba's dispatcher; :attr:`Runner.path` says which.
 """
 from __future__ import annotations
 
@@ -73,39 +67,40 @@ from .tiles import DEFAULT_TILE, GpuTile
 __all__ = ["LaunchPlan", "plan_launch", "AUTO_TILES", "runner", "Runner", "clear_plans",
            "MAX_SPLIT", "MIN_KSLICE", "CLOCK_HZ", "SM_EFFICIENCY",
            "SATURATION_WARPS", "ROUND_OVERHEAD_S", "REDUCE_LAUNCH_S", "TWO_LAUNCH_MIN_S",
-           "DRAM_BYTES_PER_S", "WORKSPACE_LIMIT", "TIE", "TILE_RATE", "tile_rate", "split_buffers"]
+           "DRAM_BYTES_PER_S", "WORKSPACE_LIMIT", "TIE", "TILE_RATE", "tile_rate", "split_buffers",
+           "C_LOAD_BATCH_S", "c_load_batches", "choose"]
 
 #: SM clock of the model (H200 boost clock, nvidia-smi ``clocks.max.sm``: 1980 MHz).
 CLOCK_HZ = 1.98e9
 #: fp32 FMA lanes per SM (sm_90: 4 sub-partitions x 32).
 FMA_PER_CLOCK = 128
 #: Fraction of the FMA peak an SM sustains on the kernel's main loop.
-SM_EFFICIENCY = 0.75
-#: Resident warps per SM from which the main loop runs at that rate: with one warp per
-#: sub-partition every issue slot must be an FMA. A 4-warp block alone on each SM was
-#: slower than two such blocks per SM with half the k each, even counting the split's
-#: reduction (the H200 tile scan of 2026-12-01, bench/results/h200/simt_tiles.md:
-#: 1024^3 in 64x128 blocks 65.7 us unsplit, 61.6 us split 2); 6 fits that scan best.
+SM_EFFICIENCY = 0.70
+#: Resident warps per SM from which the main loop runs at that rate (one warp per
+#: sub-partition: every issue slot must be an FMA). h200/simt_tiles.md: 1024^3 in
+#: 64x128 blocks took 65.7 us unsplit, 61.6 us split 2; 6 fit it and TILE_RATE's scans.
 SATURATION_WARPS = 6
-#: Relative rate of the main loop per (thread tile, block tile) = (tm, tn, bm, bn):
-#: smaller blocks move more data from L2 per FMA, smaller thread tiles issue more
-#: shared loads per FMA. Fit to the H200 runs of bench/gpu_simt.py: 8x16 in 128x256
-#: 91.5 / 91.4 / 91.8% of cuBLAS at 4096^3 / 8192^3 / 4000^3 against 86.2 / 87.3 / 86.6%
-#: for 8x8 in 128x128 (30cd13e, bench/results/h200/simt.md); in the sweep 64x128 ran
-#: at 0.91 and 64x64 at 0.74 of 128x128; the 8x4 thread tile in 64x64 blocks (4 warps)
-#: fits the tile scan of 2026-12-01 (bench/results/h200/simt_tiles.md) at 0.8.
-TILE_RATE = {(8, 16, 128, 256): 1.06, (8, 8, 128, 128): 1.0, (8, 8, 64, 128): 0.91,
-             (8, 8, 64, 64): 0.74, (8, 4, 64, 64): 0.8}
+#: Relative rate of the main loop per (tm, tn, bm, bn). With SM_EFFICIENCY,
+#: ROUND_OVERHEAD_S and C_LOAD_BATCH_S fit (2026-12-04, docs/gpu-simt.md) by
+#: bench/gpu_plan_fit.py to the H200 scans h200/plan_scan_*.json (every AUTO tile at
+#: 1-6 splits on 15 shapes, beta 0 and 1) for the planner's pick: its measured time
+#: over the fastest measured, geometric mean 1.018 -> 1.002, worst 1.228 -> 1.020.
+#: Before: 0.75, 1.5 us, none, 1.06 / 1.0 / 0.91 / 0.74 / 0.8 (h200/simt_tiles.md).
+TILE_RATE = {(8, 16, 128, 256): 1.05, (8, 8, 128, 128): 1.0, (8, 8, 64, 128): 0.95,
+             (8, 8, 64, 64): 0.85, (8, 4, 64, 64): 0.8}
 #: Per round of blocks on an SM: the prologue's global-load latency and the epilogue.
-ROUND_OVERHEAD_S = 1.5e-6
+ROUND_OVERHEAD_S = 1.0e-6
+#: Per round of an unsplit kernel that reads C (beta != 0), per batch of C loads a
+#: thread waits for in its epilogue (:func:`c_load_batches`): beta = 1 cost the 8x16
+#: tile 16.5 us at 2048^3 (32 batches, one round), 8x8 in 64x128 blocks 5.3 us at
+#: 3072x1500x1024 (2 batches, 3 rounds).
+C_LOAD_BATCH_S = 0.75e-6
 #: The split-K tail: the pass over the S partials (the tile's last block, or the reduction
 #: kernel) after the k slices.
 REDUCE_LAUNCH_S = 2.0e-6
 #: Predicted kernel time from which a split-K plan reduces in a kernel of its own (two
-#: launches) rather than in the tile's last block: 0, every split plan. The reduction
-#: kernel takes less GPU time (H200, bench/results/h200/race_partials.md), and as one
-#: CUDA graph (the runner's path) two kernels cost the host 2.4 us against 3.1 for one:
-#: back-to-back calls of 35x700x2048 split 12 took 12.85 us against 17.27 in the last
+#: launches, one CUDA graph) rather than in the tile's last block: 0, every split plan.
+#: Back-to-back calls of 35x700x2048 split 12 took 12.85 us against 17.27 in the last
 #: block, cuBLAS 14.58 (bench/gpu_reduce_graph.py, bench/results/h200/reduce_graph.json).
 #: It was 30 us while each cuLaunchKernel cost 5.5-7 us of host time (docs/gpu-simt.md).
 TWO_LAUNCH_MIN_S = 0.0
@@ -118,19 +113,14 @@ WORKSPACE_LIMIT = 64 << 20
 #: Predicted times within this fraction of the best count as equal.
 TIE = 0.02
 
-#: The candidate tiles of the shape-adaptive launch, largest first: the 8x16 thread
-#: tile in 128x256 blocks (4 warps of 64x64); the 8x8 thread tile and 32x64 warp tile
-#: in 128x128 (8 warps), 64x128 (4 warps) and 64x64 (2 warps) blocks, registers capped
-#: for 2, 3 and 6 blocks per SM (128, 168 and 168 registers: ptxas 13.0 for sm_90 fits
-#: each without a spill; a cap of 128 for 4 and 8 blocks spills the two smaller ones,
-#: whose threads stage more of A and B); the 8x4 thread tile and 32x32 warp tile in
-#: 64x64 blocks (4 warps, capped for 4 blocks per SM: 117 registers, no spill), the
-#: fastest on the skinny shapes of the tile scan (35x700x2048: 18.3 us against 23.3
-#: for the 8x8 tile in 64x128 blocks). All but the 128x128 one walk the grid in groups
-#: of 8 block rows (``group_m``, gpu/raster.py): on the H200 that was 1.7-1.9% faster
-#: at 4096^3 and 8192^3 for the 128x256 tile and up to 6% for the smaller ones at
-#: 3072x1500x1024 and 8192^3, while the 128x128 tile, at its 128-register cap, ran
-#: 3-11% slower grouped (bench/results/h200/simt_grouped.md).
+#: The candidate tiles, largest first: the 8x16 thread tile in 128x256 blocks (8 warps
+#: of 64x64 warp tiles); the 8x8 thread tile (32x64 warp tiles) in 128x128, 64x128 and
+#: 64x64 blocks capped for 2, 3 and 6 blocks per SM (128, 168, 168 registers, no spill
+#: under ptxas 13.0; a cap of 128 spills the two smaller ones); the 8x4 thread tile
+#: (32x32) in 64x64 blocks capped for 4 (117 registers), the fastest on skinny shapes
+#: (35x700x2048: 18.3 us against 23.3 for 64x128). All but 128x128 walk the grid in
+#: groups of 8 block rows (``group_m``, gpu/raster.py): 1.7-6% faster on the H200, the
+#: 128x128 tile 3-11% slower grouped (bench/results/h200/simt_grouped.md).
 AUTO_TILES = (
     GpuTile(8, 16, 128, 256, 8, wm=64, wn=64, group_m=8),
     DEFAULT_TILE,
@@ -200,6 +190,15 @@ def _blocks_per_sm(tile: GpuTile, limits: SmLimits) -> int:
     return occupancy(regs, tile.threads, tile.smem_bytes, limits).blocks_per_sm
 
 
+def c_load_batches(tile: GpuTile) -> int:
+    """Batches of C loads a thread of ``tile`` waits for in the epilogue when beta != 0
+    (:mod:`microkernel.gpu.simt_epilogue`): TM / rows per chunk, or one per float4
+    group (TM x TN / 4)."""
+    from .simt_epilogue import rows_per_chunk
+    rc = rows_per_chunk(tile)
+    return tile.tm // rc if rc else max(1, tile.tm * tile.tn // 4)
+
+
 def tile_rate(tile: GpuTile) -> float:
     """Relative main-loop rate of a tile (:data:`TILE_RATE` by (tm, tn, bm, bn), 1.0 if
     unlisted)."""
@@ -225,7 +224,19 @@ def _evaluate(t: GpuTile, s: int, m: int, n: int, k: int, bps: int, limits: SmLi
     t_red = 0.0
     if s_eff > 1:
         t_red = (8 * s_eff * m * n + c_bytes) / DRAM_BYTES_PER_S + REDUCE_LAUNCH_S
+    elif reads_c:
+        t_comp += len(rounds) * c_load_batches(t) * C_LOAD_BATCH_S
     return max(t_comp, t_mem) + t_red, s_eff, kslice, (gx, gy, s_eff), tuple(rounds)
+
+
+def choose(options, sm_count: int):
+    """The planner's pick among ``options`` (tuples of predicted seconds, split,
+    candidate index, tile, kslice, grid, ...): of those within :data:`TIE` of the
+    fastest, one whose grid has a block for each of ``sm_count`` SMs, then the
+    smallest split, then the earliest candidate."""
+    fastest = min(o[0] for o in options)
+    return min((o for o in options if o[0] <= fastest * (1 + TIE)),
+               key=lambda o: (o[5][0] * o[5][1] * o[5][2] < sm_count, o[1], o[2]))
 
 
 def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
@@ -283,8 +294,7 @@ def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
             raise ValueError(f"{tile.name} has no warp tile: the original kernel has no "
                              f"split-K (split must be 1)")
     no_split = alpha_zero or k == 0
-    best = None
-    considered = []
+    best, considered = [], []
     for ci, t in enumerate(cands):
         bps = _blocks_per_sm(t, limits)
         if bps < 1:
@@ -296,8 +306,7 @@ def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
         else:
             top = min(MAX_SPLIT, max(1, k // MIN_KSLICE))
             splits = list(range(1, top + 1))
-        opts = []
-        seen = set()
+        opts, seen = [], set()
         for s in splits:
             sec, s_eff, kslice, grid, rounds = _evaluate(t, s, m, n, k, bps, limits, reads_c)
             if s_eff in seen or (s_eff > 1 and 4 * s_eff * m * n > WORKSPACE_LIMIT):
@@ -309,7 +318,7 @@ def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
         tbest = min(opts, key=lambda o: o[0])
         considered.append({"tile": t.name, "split": tbest[1],
                            "predicted_us": round(tbest[0] * 1e6, 2)})
-        best = opts if best is None else best + opts
+        best += opts
     if not best:
         if split is not None and split > 1 and 4 * split * m * n > WORKSPACE_LIMIT:
             raise ValueError(
@@ -317,14 +326,7 @@ def plan_launch(m: int, n: int, k: int, *, tile: GpuTile | None = None,
                 f"of fp32 partial sums, more than the {WORKSPACE_LIMIT / 2**20:.0f} MiB "
                 f"workspace limit (launch.WORKSPACE_LIMIT): use a smaller split")
         raise ValueError(f"no candidate tile can launch for {m}x{n}x{k}")
-    fastest = min(o[0] for o in best)
-
-    def fills(o):
-        g = o[5]
-        return g[0] * g[1] * g[2] >= limits.sm_count
-    pick = min((o for o in best if o[0] <= fastest * (1 + TIE)),
-               key=lambda o: (not fills(o), o[1], o[2]))
-    sec, s_eff, _, t, kslice, grid, rounds, bps = pick
+    sec, s_eff, _, t, kslice, grid, rounds, bps = choose(best, limits.sm_count)
     blocks = grid[0] * grid[1] * grid[2]
     if no_split:
         forced.append("alpha == 0 or k == 0: no split")

@@ -80,6 +80,7 @@ from __future__ import annotations
 import numpy as np
 
 from .raster import BLOCK_INDEX
+from .simt_epilogue import emit_epilogue
 from .simt_splitk import last_block_reduces
 from .simt_variants import EXACT_SLOWER, VARIANTS, has_exact, variant_for  # noqa: F401
 from .tiles import WARP_SIZE, GpuTile
@@ -409,79 +410,9 @@ def kernel_source(tile: GpuTile, vec: bool = True, loops: bool | None = None,
             s("cuda.syncthreads()")
             s(f"k0 += {u(BK)}")
 
-    # -- epilogue -----------------------------------------------------------------------
-    if partials:                             # raw partial sums into W[z*M + r, :]
-        s("X = W")
-        s("rbase = z * M")
-        s("al = F1")
-        s("be = F0")
-    else:
-        s("X = C")
-        s(f"rbase = {u(0)} * M")
-        s("al = alpha")
-        s("be = beta")
-        s("if split:                               # raw partial sums into W[z*M + r, :]")
-        with s.block():
-            s("X = W")
-            s("rbase = z * M")
-            s("al = F1")
-            s("be = F0")
-
-    def put4(v):
-        """Four accumulators v into X (C, or the split's rows of W) at (r, c..c+3)."""
-        s("e = uint32((rbase + r) * N + c)")
-        s("if be == 0:                 # C is not read")
-        with s.block():
-            s("st4(X, e, " + ", ".join(f"al * {x}" for x in v) + ")")
-        s("else:")
-        with s.block():
-            s("o0, o1, o2, o3 = ld4(X, e)")
-            s("st4(X, e, " + ", ".join(f"al * {x} + be * o{d}" for d, x in enumerate(v)) + ")")
-
-    def put1(x):
-        """One accumulator x into X at (r, c)."""
-        s("if be == 0:")
-        with s.block():
-            s(f"X[rbase + r, c] = al * {x}")
-        s("else:")
-        with s.block():
-            s(f"X[rbase + r, c] = al * {x} + be * X[rbase + r, c]")
-
-    def at_col(col: str, put, v):
-        """The store ``put(v)`` at C's column ``c = col0 + bn + col`` when it is inside C."""
-        s(f"c = col0 + bn + {col}")
-        s("if c < N:")
-        with s.block():
-            put(v)
-
-    if loops:
-        s(f"for i in range({uTM}):")
-        with s.block():
-            s(f"r = row0 + am + (i // {uGM}) * {uSM} + i % {uGM}")
-            s("if r < M:")
-            with s.block():
-                col = f"(j // {uGN}) * {uSN} + j % {uGN}"
-                if vec_out:
-                    s(f"for g in range({u(t.tn // 4)}):")
-                    with s.block():
-                        s(f"j = g * {u(4)}")
-                        at_col(col, put4, [f"acc[i, j + {u(d)}]" if d else "acc[i, j]"
-                                           for d in range(4)])
-                else:
-                    s(f"for j in range({uTN}):")
-                    with s.block():
-                        at_col(col, put1, "acc[i, j]")
-    else:
-        for i in range(t.tm):
-            s(f"r = row0 + am + {u(rows[i])}")
-            s("if r < M:")
-            with s.block():
-                if vec_out:
-                    for j0 in range(0, t.tn, 4):
-                        at_col(u(cols[j0]), put4, [f"acc{i}_{j0 + d}" for d in range(4)])
-                else:
-                    for j in range(t.tn):
-                        at_col(u(cols[j]), put1, f"acc{i}_{j}")
+    # -- epilogue: the accumulators into C, or into W (microkernel.gpu.simt_epilogue) --
+    emit_epilogue(s, u, t, vec_out=vec_out, loops=loops, partials=partials, rows=rows,
+                  cols=cols)
     if not partials:
         last_block_reduces(s, u, t, vec)
     name = (f"sgemm_{t.name}" + ("_exact" if exact else "" if vec else "_scalar")
