@@ -25,10 +25,9 @@ model (:mod:`microkernel.gpu.occupancy`) and keeps the fastest:
 
 Options within :data:`TIE` of the fastest are equivalent; among them one whose
 grid has a block for every SM wins, then the smallest split, then the earliest
-candidate (the largest tile). The constants
-are a model of the H200, not measurements of this kernel: ``bench/gpu_simt.py``
-prints the planner's choice next to measured split scans so that they can be
-checked and refit.
+candidate (the largest tile). The constants are a model of the H200, not
+measurements: ``bench/gpu_plan_scan.py`` times every tile x split beside the pick,
+``bench/gpu_plan_fit.py`` fits the constants to those scans (:func:`choose`).
 
 **The split-K reduction** is deterministic: block z of the split grid writes its
 partial sums to its own slice of a workspace, and the slices are added in the order
