@@ -26,7 +26,7 @@ import random
 import statistics
 
 import gpu_simt  # noqa: F401  (sets CUPY_TF32=0 and the numba environment first)
-from gpu_simt import Timer, interleaved, race_args, reference_and_bound, save_json
+from gpu_simt import Timer, checked_runner, interleaved, problem, race_args, save_json
 
 SHAPES = [(2048, 2048, 2048), (3072, 1500, 1024)]
 CONFIGS = ["old", "chunk8", "chunk4"]
@@ -47,7 +47,6 @@ def configure(name: str) -> None:
 def main(argv=None) -> int:
     args = race_args(__doc__, argv)
     import numpy as np
-    import torch
     from microkernel import stats
     from microkernel.gpu import kernel, launch
     timer = Timer()
@@ -55,12 +54,7 @@ def main(argv=None) -> int:
     lim = launch.device_limits()
     data = {}
     for m, n, k in SHAPES:
-        g = torch.Generator(device="cuda").manual_seed(m + n + k)
-        A = torch.rand(m, k, device="cuda", generator=g) - 0.5
-        B = torch.rand(k, n, device="cuda", generator=g) - 0.5
-        C0 = torch.rand(m, n, device="cuda", generator=g) - 0.5
-        ref, bound = reference_and_bound(A, B)
-        data[(m, n, k)] = (A, B, C0, ref, bound)
+        data[(m, n, k)] = problem(m, n, k, m + n + k)
     runners, checks, resources = {}, {}, {}
     for cfg in CONFIGS:
         configure(cfg)
@@ -68,13 +62,9 @@ def main(argv=None) -> int:
             for t in launch.AUTO_TILES:
                 for beta in (0.0, 1.0):
                     r = launch.runner(m, n, k, t, 1, "vec", False, beta != 0, lim)
-                    C = C0.clone()
-                    r.run_fast(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, beta)
-                    torch.cuda.synchronize()
-                    want = ref + beta * C0.double()
-                    err = ((C.double() - want).abs() / (bound + 1e-30)).max().item()
+                    fn, err = checked_runner(r, A, B, C0, ref, bound, beta)
                     key = (f"{m}x{n}x{k}", t.name, beta)
-                    runners.setdefault(key, {})[cfg] = (r, C)
+                    runners.setdefault(key, {})[cfg] = fn
                     checks[f"{key} {cfg}"] = round(err, 4)
                     rk = f"{t.name} [{r.variant}] {cfg}"
                     if rk not in resources:
@@ -82,11 +72,7 @@ def main(argv=None) -> int:
                         print("RESOURCES", rk, resources[rk], flush=True)
     out = {"rounds": args.rounds, "resources": resources, "checks": checks, "races": []}
     print("max err/bound", max(checks.values()), flush=True)
-    for (shape, tile, beta), by_cfg in runners.items():
-        (A, B, _, _, _) = data[tuple(int(v) for v in shape.split("x"))]
-        fns = {cfg: (lambda r=r, C=C, beta=beta: r.run_fast(
-            A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, beta))
-            for cfg, (r, C) in by_cfg.items()}
+    for (shape, tile, beta), fns in runners.items():
         times = interleaved(timer, fns, args.rounds, rng.randrange(1 << 30))
         arr = {c: np.array(v) for c, v in times.items()}
         row = {"shape": shape, "tile": tile, "beta": beta,

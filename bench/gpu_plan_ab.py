@@ -22,7 +22,8 @@ import random
 import statistics
 
 import gpu_simt  # noqa: F401  (sets CUPY_TF32=0 and the numba environment first)
-from gpu_simt import Timer, interleaved, race_args, reference_and_bound, save_json
+from gpu_simt import (Timer, checked_runner, cublas_call, interleaved, problem, race_args,
+                      save_json)
 
 #: (m, n, k, beta): where the refit changed the pick, outside the fitted scans.
 SHAPES = [(256, 4096, 4096, 0.0), (512, 4096, 4096, 1.0), (896, 896, 896, 0.0),
@@ -49,7 +50,6 @@ def plan_before(launch, m, n, k, reads_c, lim):
 def main(argv=None) -> int:
     args = race_args(__doc__, argv)
     import numpy as np
-    import torch
     from microkernel import stats
     from microkernel.gpu import launch
     timer = Timer()
@@ -61,27 +61,15 @@ def main(argv=None) -> int:
         reads_c = beta != 0
         plans = {"before": plan_before(launch, m, n, k, reads_c, lim),
                  "after": launch.plan_launch(m, n, k, limits=lim, reads_c=reads_c)}
-        g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
-        A = torch.rand(m, k, device="cuda", generator=g) - 0.5
-        B = torch.rand(k, n, device="cuda", generator=g) - 0.5
-        C0 = torch.rand(m, n, device="cuda", generator=g) - 0.5
-        ref, bound = reference_and_bound(A, B)
-        want = ref + beta * C0.double()
+        A, B, C0, ref, bound = problem(m, n, k, m + 3 * n + 7 * k)
         res = {"shape": f"{m}x{n}x{k}", "beta": beta, "plans": {}, "checks": {}}
         fns = {}
         for nm, p in plans.items():
             r = launch.runner(m, n, k, p.tile, p.split, "vec", False, reads_c, lim)
-            C = C0.clone()
-            r.run_fast(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, beta)
-            torch.cuda.synchronize()
             res["plans"][nm] = r.plan.summary()
-            res["checks"][nm] = round(((C.double() - want).abs()
-                                       / (bound + 1e-30)).max().item(), 4)
-            fns[nm] = (lambda r=r, C=C: r.run_fast(A.data_ptr(), B.data_ptr(),
-                                                   C.data_ptr(), 1.0, beta))
-        Cm = C0.clone()
-        fns["cuBLAS"] = ((lambda: Cm.addmm_(A, B, beta=beta)) if reads_c
-                         else (lambda: torch.mm(A, B, out=Cm)))
+            fns[nm], err = checked_runner(r, A, B, C0, ref, bound, beta)
+            res["checks"][nm] = round(err, 4)
+        fns["cuBLAS"] = cublas_call(A, B, C0, beta)
         times = interleaved(timer, fns, args.rounds, rng.randrange(1 << 30))
         arr = {nm: np.array(v)[None] for nm, v in times.items()}
         res["median_us"] = {nm: round(statistics.median(v) * 1e6, 2) for nm, v in times.items()}

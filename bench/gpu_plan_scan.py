@@ -26,7 +26,8 @@ import random
 import statistics
 
 import gpu_simt  # noqa: F401  (sets CUPY_TF32=0 and the numba environment first)
-from gpu_simt import Timer, interleaved, race_args, reference_and_bound, save_json
+from gpu_simt import (Timer, checked_runner, cublas_call, interleaved, problem, race_args,
+                      save_json)
 
 #: shape -> the splits timed for every AUTO tile (each tile's planned split is added).
 SPLITS = {(1024, 1024, 1024): (1, 2, 4), (512, 512, 4096): (1, 4, 8, 16),
@@ -40,15 +41,9 @@ SPLITS = {(1024, 1024, 1024): (1, 2, 4), (512, 512, 4096): (1, 4, 8, 16),
 
 def scan_shape(m: int, n: int, k: int, beta: float, splits, timer, rounds: int,
                seed: int) -> dict:
-    import torch
     from microkernel.gpu import launch
     lim = launch.device_limits()
-    g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
-    A = torch.rand(m, k, device="cuda", generator=g) - 0.5
-    B = torch.rand(k, n, device="cuda", generator=g) - 0.5
-    C0 = torch.rand(m, n, device="cuda", generator=g) - 0.5
-    ref, bound = reference_and_bound(A, B)
-    want = ref + beta * C0.double()
+    A, B, C0, ref, bound = problem(m, n, k, m * 7 + n * 3 + k)
     reads_c = beta != 0
     auto = launch.plan_launch(m, n, k, limits=lim, reads_c=reads_c)
     options, fns = {}, {}
@@ -62,20 +57,14 @@ def scan_shape(m: int, n: int, k: int, beta: float, splits, timer, rounds: int,
             key = f"{t.name}/s{p.split}"
             if key in options:
                 continue
-            r = launch.runner(m, n, k, t, s, "vec", False, reads_c, lim)
-            C = C0.clone()
-            r.run_fast(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, beta)
-            torch.cuda.synchronize()
-            err = ((C.double() - want).abs() / (bound + 1e-30)).max().item()
+            fns[key], err = checked_runner(
+                launch.runner(m, n, k, t, s, "vec", False, reads_c, lim), A, B, C0, ref,
+                bound, beta)
             options[key] = {"tile": t.name, "split": p.split, "reduce": p.reduce,
                             "blocks": p.blocks, "predicted_us": round(p.predicted_s * 1e6, 2),
                             "err_over_bound": round(err, 4),
                             "planner": t == auto.tile and p.split == auto.split}
-            fns[key] = (lambda r=r, C=C: r.run_fast(A.data_ptr(), B.data_ptr(),
-                                                    C.data_ptr(), 1.0, beta))
-    Cm = C0.clone()
-    fns["cuBLAS"] = ((lambda: Cm.addmm_(A, B, beta=beta)) if reads_c
-                     else (lambda: torch.mm(A, B, out=Cm)))
+    fns["cuBLAS"] = cublas_call(A, B, C0, beta)
     times = interleaved(timer, fns, rounds, seed)
     for key, ts in times.items():
         row = options.setdefault(key, {})

@@ -606,6 +606,37 @@ def host_us_samples(fn, timer, calls: int = OVERHEAD_CALLS,
     return vals
 
 
+def problem(m: int, n: int, k: int, seed: int):
+    """Seeded CUDA operands of an m x n x k GEMM, each in [-0.5, 0.5): A, B, C0, and the
+    float64 A B with its bound (:func:`reference_and_bound`)."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    A = torch.rand(m, k, device="cuda", generator=g) - 0.5
+    B = torch.rand(k, n, device="cuda", generator=g) - 0.5
+    C0 = torch.rand(m, n, device="cuda", generator=g) - 0.5
+    return (A, B, C0) + tuple(reference_and_bound(A, B))
+
+
+def checked_runner(r, A, B, C0, ref, bound, beta: float):
+    """Runner ``r`` (``launch.runner``) called once with alpha 1 on a copy C of C0, and
+    (a call of it on the same A, B, C, its largest ``|C - (ref + beta C0)| / bound``)."""
+    import torch
+    C = C0.clone()
+    r.run_fast(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, beta)
+    torch.cuda.synchronize()
+    err = ((C.double() - (ref + beta * C0.double())).abs() / (bound + 1e-30)).max().item()
+    return (lambda: r.run_fast(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, beta)), err
+
+
+def cublas_call(A, B, C0, beta: float):
+    """cuBLAS on a copy of C0: ``torch.mm`` when beta is 0, else ``addmm_`` with beta."""
+    import torch
+    C = C0.clone()
+    if beta:
+        return lambda: C.addmm_(A, B, beta=beta)
+    return lambda: torch.mm(A, B, out=C)
+
+
 def race_args(doc: str, argv=None, rounds: int = 9, extra=None):
     """The arguments of a race script: ``--rounds`` (default ``rounds``), ``--json``
     (a path for the results), and what ``extra(parser)`` adds."""
