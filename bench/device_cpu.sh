@@ -29,6 +29,9 @@
 #                                      with MC 1024 (a B micro-panel that could stay in L1),
 #                                      raced at 2048 and 4096 on CPUs 9 and 13; `bench` of three
 #                                      of them (% of peak paired by round) on CPU 9
+#   bash bench/device_cpu.sh cstat     issue 21: the AMX tiles' C-stationary loops (MK_C_STATIONARY):
+#                                      edge catalogue and tests, raced against the BLIS loops
+#                                      beside PyTorch, `bench` on two CPUs
 #   bash bench/device_cpu.sh threads   issue 24: bench/threads.py at 1 and 16 threads, ours,
 #                                      numpy and PyTorch alone (3 processes each, in turn),
 #                                      then interleaved: with a pause, back to back, and back to
@@ -151,6 +154,40 @@ if [ "${1:-}" = amxt1 ]; then
           --rounds 9 --peers torch --json "$OUT/amx_t1_bench_$(echo "$k" | tr -c 'a-z0-9' _).json"
     done
   } 2>&1 | tee "$OUT/device_amxt1.log"
+  exit 0
+fi
+if [ "${1:-}" = cstat ]; then
+  # issue 21: the AMX tiles' C-stationary loops (driver.c, MK_C_STATIONARY: at one thread
+  # with K over several KC blocks, B packed whole once and each MC x NC block of C
+  # accumulated in compact tiles, written to C once, row by row): every AMX tile's edge
+  # catalogue and the tests, then raced against the same module with the BLIS loops
+  # (MK_BLIS_LOOPS) beside PyTorch, then `bench` (% of the tdpbf16ps peak paired by
+  # round, gemm() against torch at 1024-4096) on two CPUs
+  mkdir -p .amxvar
+  for t in amx_bf16_32x32 amx_s8s8_32x32; do
+    (echo '#define MK_BLIS_LOOPS 1'; cat c_src/ukernels/$t.c) > .amxvar/blis_$t.c
+  done
+  d=amx_bf16_32x32; s=amx_s8s8_32x32
+  amx=$(python3 -c "from microkernel import registry; print(' '.join(x.name for x in registry.DEVICE_TYPED if x.isa == 'amx'))")
+  {
+    for t in $amx; do
+      run mk validate --kernel $t
+    done
+    run python3 -m pytest -q -p no:cacheprovider tests/test_cstat.py tests/test_types.py \
+        tests/test_x86_typed.py tests/test_resources.py
+    for cpu in 9 13; do
+      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 2048,3072,4096 \
+          --rounds 7 --peers torch --json "$OUT/cstat_bf16_cpu$cpu.json" \
+          --kernels "$d;$d@.amxvar/blis_$d.c"
+    done
+    for cpu in 9 13; do
+      run taskset -c $cpu python3 -m microkernel bench --dtype bf16 --kernel $d \
+          --sizes 1024,2048,4096 --rounds 9 --peers torch --json "$OUT/cstat_bench_cpu$cpu.json"
+    done
+    run taskset -c 9 python3 -m microkernel compare --dtype s8s8 --sizes 4096 \
+        --rounds 5 --peers torch --json "$OUT/cstat_s8s8_cpu9.json" \
+        --kernels "$s;$s@.amxvar/blis_$s.c"
+  } 2>&1 | tee "$OUT/device_cstat.log"
   exit 0
 fi
 if [ "${1:-}" = threads ]; then

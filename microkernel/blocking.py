@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-__all__ = ["Blocking", "model_blocking", "FALLBACK", "NC_CAP", "A_BLOCK_L1S", "panel_bytes",
+__all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S", "panel_bytes",
            "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS"]
 
 S = 4          # bytes per fp32 element
@@ -108,6 +108,26 @@ def panel_bytes(spec) -> tuple[int, int]:
     from .codegen import layout
     lay = layout(spec)
     return ELEMENT_BYTES[lay.ta], ELEMENT_BYTES[lay.tb]
+
+
+def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 1,
+                    c_stationary: bool = False) -> int:
+    """Bytes of packing workspace one gemm() call of m x n x k with ``spec``'s module
+    and blocking ``blk`` may hold (c_src/driver.c): per thread an A block (MC x KC) and
+    a B block (KC x (NC + NR)) and an edge tile, or, for a module whose driver takes
+    the C-stationary loops (``c_stationary``: MK_C_STATIONARY, at one thread when K
+    spans several KC blocks), the whole packed B (K x N), an A row block (MC x K) and
+    the tiles of one MC x NC block of C; each padded up to whole panels and K groups."""
+    sa, sb = panel_bytes(spec)
+    def up(x, to):
+        return -(-x // to) * to
+    kp = up(k, 64)                                   # K groups: at most 64 elements
+    if c_stationary and threads == 1 and k > blk.kc:
+        return (up(n, spec.nr) * kp * sb + up(blk.mc, spec.mr) * kp * sa
+                + up(blk.mc, spec.mr) * up(blk.nc, spec.nr) * 4 + 3 * 64 + 8 * 4)
+    per = (up(blk.mc, spec.mr) * up(blk.kc, 64) * sa + up(blk.kc, 64) * (blk.nc + spec.nr) * sb
+           + 2 * (spec.mr * spec.nr * 4 + 48 * 4))
+    return threads * per
 
 
 def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,

@@ -222,19 +222,23 @@ def test_asan_ubsan_clean(san_dir, specs, cases_file, openmp):
 
 
 @pytest.mark.slow
-def test_specialised_driver_asan_ubsan_clean(san_dir):
+@pytest.mark.parametrize("cstat", [False, True], ids=["blis", "c_stationary"])
+def test_specialised_driver_asan_ubsan_clean(san_dir, cstat):
     """The driver as a kernel module compiles it: specialised for its tile (MK_MR,
     MK_NR, MK_UKERNEL: constant MR and NR in the loops and packing, a direct call of
-    the micro-kernel), here for the AVX2 default tile, serial and with 2 threads."""
+    the micro-kernel), here for the AVX2 default tile, serial and with 2 threads; and
+    with MK_C_STATIONARY (the AMX modules' one-thread loops, taken by the catalogue's
+    and the corpus's cases whose K spans several KC blocks)."""
     from microkernel.dispatch import default_tile
     spec = default_tile("avx2")
     if spec.isa not in probe().isas:
         pytest.skip(f"the probe does not clear {spec.isa}")
-    tmp = san_dir / "specialised"
+    tmp = san_dir / ("specialised_cstat" if cstat else "specialised")
     cases = tmp / "catalogue.txt"
     tmp.mkdir(parents=True, exist_ok=True)
     cases.write_text("\n".join(catalogue_lines([spec])) + "\n")
     special = [f"-DMK_MR={spec.mr}", f"-DMK_NR={spec.nr}", f"-DMK_UKERNEL={codegen.symbol(spec)}"]
+    special += ["-DMK_C_STATIONARY=1"] if cstat else []
     exe = build_harness(tmp, [spec], flags=SAN_FLAGS + special, openmp=True)
     for threads in (1, 2):
         res = subprocess.run([str(exe), "--cases", str(cases), "--fuzz", "400",

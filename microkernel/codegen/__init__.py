@@ -18,7 +18,7 @@ import importlib
 from ..tile import TileSpec
 from .common import symbol
 
-__all__ = ["generate", "generate_peak", "symbol", "FAMILY", "edge_symbol", "nr_expr",
+__all__ = ["generate", "c_stationary", "generate_peak", "symbol", "FAMILY", "edge_symbol", "nr_expr",
            "kernel_list", "desc_function", "ukernel_symbols", "PanelLayout", "layout",
            "module_defines", "mr_expr"]
 
@@ -39,6 +39,13 @@ def generate(spec: TileSpec) -> str:
     """C source (str) of the micro-kernel ``mk_ukernel_<spec.name>`` (contract:
     c_src/mk_ukernel.h)."""
     return _family(spec.isa).ukernel(spec)
+
+
+def c_stationary(spec: TileSpec, source: str | None = None) -> bool:
+    """Whether ``spec``'s module (``source``: the text of a C file that replaced its
+    generated micro-kernel) asks the driver for its C-stationary loops
+    (``MK_C_STATIONARY``, c_src/driver.c: the AMX tiles do)."""
+    return "#define MK_C_STATIONARY 1" in (generate(spec) if source is None else source)
 
 
 def generate_peak(isa: str, types: str = "f32") -> str:

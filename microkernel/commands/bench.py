@@ -89,7 +89,8 @@ def _iv(g: dict, key: str = "gflops", scale: float = 1.0, fmt: str = "{:.1f}") -
 
 
 def run(args) -> int:
-    from .. import bench, peers as peers_mod
+    from .. import bench, codegen, peers as peers_mod
+    from ..blocking import workspace_bound
     from ..dispatch import get_kernel, kernels
     from ..gemm import blocking_for
     from ..timing import Rounds
@@ -206,10 +207,15 @@ def run(args) -> int:
         result.setdefault("samples", {})[str(threads)] = r.samples()
         # extra memory of a call: the calling thread's packing workspace, reused
         ws = int(kern.lib.mk_workspace_bytes())
-        bound = threads * 4 * (blk.mc * blk.kc + blk.kc * (blk.nc + kern.nr) + kern.mr * kern.nr + 48)
+        cst = codegen.c_stationary(kern.spec, None if kern.source is None else
+                                   open(kern.source, encoding="utf-8").read())
+        bound = max(workspace_bound(kern.spec, blk, p.m, p.n, p.k, threads, cst)
+                    for p in problems)
+        how = ("the C-stationary loops at one thread: the whole packed B, MC x K of A, "
+               "MC x NC of C" if cst and threads == 1 else
+               f"{threads} x (MC x KC of A + KC x (NC + NR) of B + 2 edge tiles)")
         con.print(f"packing workspace held after these calls: {ws / 2**20:.2f} MiB "
-                  f"(bound {threads} x (MC*KC + KC*(NC+NR) + MR*NR + 48) floats = "
-                  f"{bound / 2**20:.2f} MiB)")
+                  f"(bound {bound / 2**20:.2f} MiB: {how})")
         result.setdefault("workspace_bytes", {})[str(threads)] = ws
     result["l1_samples"] = l1.samples()
     if json_path is not None:

@@ -1,0 +1,110 @@
+"""The driver's C-stationary loops (c_src/driver.c, MK_C_STATIONARY: B packed whole,
+each MC x NC block of C accumulated in compact tiles across the KC blocks and written
+to C once, row by row), which a module that defines MK_C_STATIONARY (the AMX tiles)
+takes at one thread when K spans several KC blocks.
+
+Run here on the AMX tiles with their intrinsics emulated (tests/x86emul, as in
+tests/test_x86_emulated.py), and on every tile this CPU runs natively with the define
+added to its source. Each against the float64 reference (integers exact): the edge
+catalogue (its small-blocking cases span several KC blocks at one thread), and shapes
+whose K spans several KC blocks with alpha / beta of every kind, edges in M and N,
+transposed and strided operands. The workspace a call leaves behind shows which loops
+ran: these hold the whole packed B, the BLIS loops one KC x NC block of it (a module
+built with MK_BLIS_LOOPS, the negative control)."""
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pytest
+
+import microkernel as mk
+from microkernel import codegen, registry, validate
+from microkernel.dispatch import get_kernel
+from microkernel.dtypes import get as types_get
+
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+#: the edits that make a module take the C-stationary loops, or never take them
+DEFINE = ("#include <stdint.h>", "#define MK_C_STATIONARY 1\n#include <stdint.h>")
+BLIS = ("#include <stdint.h>", "#define MK_BLIS_LOOPS 1\n#include <stdint.h>")
+#: (m, n, k): K over several KC blocks of the blockings below; M and N with edges
+SHAPES = [(70, 50, 700), (64, 64, 300), (96, 33, 129), (33, 96, 257)]
+BLOCKINGS = [{"kc": 128}, {"kc": 64, "mc": 64, "nc": 32}, {"kc": 96, "mc": 32, "nc": 64}]
+ALPHA_BETA = [(1, 1), (1, 0), (2, 1), (1, -1), (-2, 0)]
+
+
+def _operands(rng, types: str, m: int, n: int, k: int):
+    """A (a transposed view), B (a strided view), C0, of ``types`` (microkernel.dtypes)."""
+    t = types_get(types)
+    if t.integer:
+        lo = {np.dtype(np.uint8): 0, np.dtype(np.int8): -128}
+        A = rng.integers(lo[t.dtype("a")], 128, (k, m)).astype(t.dtype("a")).T
+        B = rng.integers(lo[t.dtype("b")], 128, (k, 2 * n)).astype(t.dtype("b"))[:, ::2]
+        C0 = rng.integers(-99, 99, (m, n)).astype(np.int32)
+    else:
+        A = rng.uniform(-1, 1, (k, m)).astype(t.dtype("a")).T
+        B = rng.uniform(-1, 1, (k, 2 * n)).astype(t.dtype("b"))[:, ::2]
+        C0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    return A, B, C0
+
+
+def _failures(k) -> list:
+    """The edge catalogue's failed cases, then the multi-KC-block cases' ones."""
+    bad = [(r.case.label, r.detail) for r in validate.run_catalogue(k) if not r.ok]
+    rng = np.random.default_rng(7)
+    for m, n, kk in SHAPES:
+        for alpha, beta in ALPHA_BETA:
+            for blk in BLOCKINGS:
+                A, B, C0 = _operands(rng, k.spec.types, m, n, kk)
+                C = C0.copy()
+                mk.gemm(A, B, C, alpha=alpha, beta=beta, kernel=k, blocking=blk, threads=1)
+                ref, bound = validate.reference(A, B, C0, alpha, beta, k.spec.types)
+                ok, _, _, detail = validate.check(C, ref, bound)
+                if not ok:
+                    bad.append(((m, n, kk, alpha, beta, tuple(blk.items())), detail))
+    return bad
+
+
+def _holds_whole_b(k) -> bool:
+    """After a 64 x 512 x 320 GEMM at KC = 64, NC = 32 (five KC blocks), whether the
+    calling thread's workspace holds the whole packed B (320 x 512 panel elements):
+    the BLIS loops need one 64 x 32 block of it (and MC x KC of A)."""
+    rng = np.random.default_rng(3)
+    A, B, C0 = _operands(rng, k.spec.types, 64, 512, 320)
+    mk.gemm(A, B, C0, kernel=k, threads=1, blocking={"kc": 64, "mc": 64, "nc": 32})
+    elem = np.dtype(types_get(k.spec.types).dtype("b")).itemsize
+    return int(k.lib.mk_workspace_bytes()) >= 320 * 512 * elem
+
+
+@pytest.mark.skipif(not X86, reason="the emulated kernels are x86 C")
+@pytest.mark.parametrize("name", ["amx_bf16_32x32", "amx_s8s8_32x32", "amx_u8s8_32x32"])
+def test_c_stationary_loops_on_the_emulated_amx_tiles(name):
+    from test_x86_emulated import emulated
+    k = emulated(name)                       # the AMX modules define MK_C_STATIONARY
+    assert "#define MK_C_STATIONARY 1" in codegen.generate(registry.spec(name))
+    assert _holds_whole_b(k)
+    assert not _failures(k)
+    assert k.lib.mk_emu_faults_c() == 0
+
+
+@pytest.mark.skipif(not X86, reason="the emulated kernels are x86 C")
+def test_negative_control_the_blis_loops_hold_one_block_of_b():
+    from test_x86_emulated import emulated
+    assert not _holds_whole_b(emulated("amx_bf16_32x32", BLIS))
+
+
+def _native() -> list[str]:
+    usable = set(mk.probe().isas)
+    return sorted(s.name for s in registry.BUILTIN + registry.DEVICE_TYPED
+                  if s.isa in usable and s.isa != "scalar") + ["scalar_4x4"]
+
+
+@pytest.mark.parametrize("name", _native())
+def test_c_stationary_loops_on_the_native_tiles(name, tmp_path):
+    text = codegen.generate(registry.spec(name))
+    assert DEFINE[0] in text
+    path = tmp_path / f"{name}_cstat.c"
+    path.write_text(text.replace(DEFINE[0], DEFINE[1], 1))
+    k = get_kernel(name, source=path)
+    assert _holds_whole_b(k)
+    assert not _failures(k)
