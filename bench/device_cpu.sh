@@ -32,6 +32,8 @@
 #   bash bench/device_cpu.sh cstat     issue 21: the AMX tiles' C-stationary loops (MK_C_STATIONARY):
 #                                      edge catalogue and tests, raced against the BLIS loops
 #                                      beside PyTorch, `bench` on two CPUs
+#   bash bench/device_cpu.sh cstattyped the same for the AVX512-BF16 and VNNI tiles (catalogue, raced
+#                                      against their BLIS loops on CPU 9)
 #   bash bench/device_cpu.sh threads   issue 24: bench/threads.py at 1 and 16 threads, ours,
 #                                      numpy and PyTorch alone (3 processes each, in turn),
 #                                      then interleaved: with a pause, back to back, and back to
@@ -188,6 +190,28 @@ if [ "${1:-}" = cstat ]; then
         --rounds 5 --peers torch --json "$OUT/cstat_s8s8_cpu9.json" \
         --kernels "$s;$s@.amxvar/blis_$s.c"
   } 2>&1 | tee "$OUT/device_cstat.log"
+  exit 0
+fi
+if [ "${1:-}" = cstattyped ]; then
+  # the AVX512-BF16 and VNNI tiles with and without the C-stationary loops (each module
+  # with MK_C_STATIONARY and with MK_BLIS_LOOPS added: one of the two is the default, see
+  # codegen/x86_typed.py C_STATIONARY): their edge catalogue, then raced at one thread on
+  # CPU 9 (the run of 2026-12-04 had both tiles define it and raced default against blis_)
+  mkdir -p .amxvar
+  for t in avx512bf16_8x32 avx512vnni_u8s8_8x32; do
+    (echo '#define MK_BLIS_LOOPS 1'; cat c_src/ukernels/$t.c) > .amxvar/blis_$t.c
+    (echo '#define MK_C_STATIONARY 1'; cat c_src/ukernels/$t.c) > .amxvar/cs_$t.c
+    run mk validate --kernel $t
+  done 2>&1 | tee "$OUT/device_cstattyped.log"
+  {
+    b=avx512bf16_8x32; v=avx512vnni_u8s8_8x32
+    run taskset -c 9 python3 -m microkernel compare --dtype bf16 --sizes 1024,2048,4096 \
+        --rounds 5 --peers torch --json "$OUT/cstat_avx512bf16_cpu9.json" \
+        --kernels "$b@.amxvar/cs_$b.c;$b@.amxvar/blis_$b.c"
+    run taskset -c 9 python3 -m microkernel compare --dtype u8s8 --sizes 1024,2048,4096 \
+        --rounds 5 --peers numpy --json "$OUT/cstat_avx512vnni_cpu9.json" \
+        --kernels "$v@.amxvar/cs_$v.c;$v@.amxvar/blis_$v.c"
+  } 2>&1 | tee -a "$OUT/device_cstattyped.log"
   exit 0
 fi
 if [ "${1:-}" = threads ]; then

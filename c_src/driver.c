@@ -22,7 +22,7 @@
  * thread, each running these loops on its own packing buffers with no barrier in
  * between.
  *
- * A module that defines MK_C_STATIONARY (the AMX tiles) gets other loops at one thread
+ * A module that defines MK_C_STATIONARY (AMX, AVX512-BF16) gets other loops at one thread
  * when K spans several KC blocks: C accumulated in compact tiles (mk_loops_cstat).
  *
  * This file is included by each kernel's module after the micro-kernel (specialised

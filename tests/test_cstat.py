@@ -1,9 +1,9 @@
 """The driver's C-stationary loops (c_src/driver.c, MK_C_STATIONARY: B packed whole,
 each MC x NC block of C accumulated in compact tiles across the KC blocks and written
-to C once, row by row), which a module that defines MK_C_STATIONARY (the AMX tiles)
-takes at one thread when K spans several KC blocks.
+to C once, row by row), which a module that defines MK_C_STATIONARY (the AMX and
+AVX512-BF16 tiles) takes at one thread when K spans several KC blocks.
 
-Run here on the AMX tiles with their intrinsics emulated (tests/x86emul, as in
+Run here on those tiles with their intrinsics emulated (tests/x86emul, as in
 tests/test_x86_emulated.py), and on every tile this CPU runs natively with the define
 added to its source. Each against the float64 reference (integers exact): the edge
 catalogue (its small-blocking cases span several KC blocks at one thread), and shapes
@@ -77,20 +77,27 @@ def _holds_whole_b(k) -> bool:
 
 
 @pytest.mark.skipif(not X86, reason="the emulated kernels are x86 C")
-@pytest.mark.parametrize("name", ["amx_bf16_32x32", "amx_s8s8_32x32", "amx_u8s8_32x32"])
-def test_c_stationary_loops_on_the_emulated_amx_tiles(name):
+@pytest.mark.parametrize("name", ["amx_bf16_32x32", "amx_s8s8_32x32", "amx_u8s8_32x32",
+                                  "avx512bf16_8x32"])
+def test_c_stationary_loops_on_the_emulated_tiles(name):
+    """The modules that define MK_C_STATIONARY by default (AMX, AVX512-BF16)."""
     from test_x86_emulated import emulated
-    k = emulated(name)                       # the AMX modules define MK_C_STATIONARY
-    assert "#define MK_C_STATIONARY 1" in codegen.generate(registry.spec(name))
+    assert codegen.c_stationary(registry.spec(name))
+    k = emulated(name)
     assert _holds_whole_b(k)
     assert not _failures(k)
     assert k.lib.mk_emu_faults_c() == 0
 
 
 @pytest.mark.skipif(not X86, reason="the emulated kernels are x86 C")
-def test_negative_control_the_blis_loops_hold_one_block_of_b():
+@pytest.mark.parametrize("name,edit", [("amx_bf16_32x32", BLIS), ("avx512vnni_u8s8_8x32", None),
+                                       ("avx512fp16_8x64", None)])
+def test_negative_control_the_blis_loops_hold_one_block_of_b(name, edit):
+    """A module built with MK_BLIS_LOOPS, and the typed tiles that keep the BLIS loops
+    (measured no faster with the others on one of the two machines)."""
     from test_x86_emulated import emulated
-    assert not _holds_whole_b(emulated("amx_bf16_32x32", BLIS))
+    assert codegen.c_stationary(registry.spec(name)) == (edit is not None)
+    assert not _holds_whole_b(emulated(name, edit))
 
 
 def _native() -> list[str]:

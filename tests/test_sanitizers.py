@@ -227,8 +227,8 @@ def test_specialised_driver_asan_ubsan_clean(san_dir, cstat):
     """The driver as a kernel module compiles it: specialised for its tile (MK_MR,
     MK_NR, MK_UKERNEL: constant MR and NR in the loops and packing, a direct call of
     the micro-kernel), here for the AVX2 default tile, serial and with 2 threads; and
-    with MK_C_STATIONARY (the AMX modules' one-thread loops, taken by the catalogue's
-    and the corpus's cases whose K spans several KC blocks)."""
+    with MK_C_STATIONARY (the AMX and AVX512-BF16 modules' one-thread loops, taken by
+    the catalogue's and the corpus's cases whose K spans several KC blocks)."""
     from microkernel.dispatch import default_tile
     spec = default_tile("avx2")
     if spec.isa not in probe().isas:

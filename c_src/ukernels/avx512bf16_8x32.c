@@ -170,3 +170,6 @@ void mk_ukernel_avx512bf16_8x32(int64_t kc, const float *restrict alpha,
             }
     }
 }
+
+/* one thread, K over several KC blocks: C accumulated in compact tiles (driver.c) */
+#define MK_C_STATIONARY 1
