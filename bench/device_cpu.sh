@@ -69,6 +69,9 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"   # .whl/ wheels, PYTHONPATH, threads
 mk() { python3 -m microkernel "$@"; }
 run() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
+# variant DEFINE NAME TILE: .amxvar/NAME_TILE.c, the tile's generated module with
+# `#define DEFINE 1` first (a contender NAME@.amxvar/NAME_TILE.c for compare / bench)
+variant() { mkdir -p .amxvar; (echo "#define $1 1"; cat "c_src/ukernels/$3.c") > ".amxvar/$2_$3.c"; }
 f32() { python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])'; }
 # race16 JSON SIZES ROUNDS PAUSE CONTENDERS: `microkernel compare` of blocking variants at
 # 16 threads, numpy and PyTorch (16 threads each) in the same rounds
@@ -165,10 +168,7 @@ if [ "${1:-}" = cstat ]; then
   # catalogue and the tests, then raced against the same module with the BLIS loops
   # (MK_BLIS_LOOPS) beside PyTorch, then `bench` (% of the tdpbf16ps peak paired by
   # round, gemm() against torch at 1024-4096) on two CPUs
-  mkdir -p .amxvar
-  for t in amx_bf16_32x32 amx_s8s8_32x32; do
-    (echo '#define MK_BLIS_LOOPS 1'; cat c_src/ukernels/$t.c) > .amxvar/blis_$t.c
-  done
+  for t in amx_bf16_32x32 amx_s8s8_32x32; do variant MK_BLIS_LOOPS blis $t; done
   d=amx_bf16_32x32; s=amx_s8s8_32x32
   amx=$(python3 -c "from microkernel import registry; print(' '.join(x.name for x in registry.DEVICE_TYPED if x.isa == 'amx'))")
   {
@@ -197,10 +197,9 @@ if [ "${1:-}" = cstattyped ]; then
   # with MK_C_STATIONARY and with MK_BLIS_LOOPS added: one of the two is the default, see
   # codegen/x86_typed.py C_STATIONARY): their edge catalogue, then raced at one thread on
   # CPU 9 (the run of 2026-12-04 had both tiles define it and raced default against blis_)
-  mkdir -p .amxvar
   for t in avx512bf16_8x32 avx512vnni_u8s8_8x32; do
-    (echo '#define MK_BLIS_LOOPS 1'; cat c_src/ukernels/$t.c) > .amxvar/blis_$t.c
-    (echo '#define MK_C_STATIONARY 1'; cat c_src/ukernels/$t.c) > .amxvar/cs_$t.c
+    variant MK_BLIS_LOOPS blis $t
+    variant MK_C_STATIONARY cs $t
     run mk validate --kernel $t
   done 2>&1 | tee "$OUT/device_cstattyped.log"
   {

@@ -42,8 +42,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-__all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S", "panel_bytes",
-           "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS"]
+__all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
+           "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns

@@ -106,12 +106,33 @@ def _native() -> list[str]:
                   if s.isa in usable and s.isa != "scalar") + ["scalar_4x4"]
 
 
-@pytest.mark.parametrize("name", _native())
-def test_c_stationary_loops_on_the_native_tiles(name, tmp_path):
+def _with_define(name: str, tmp_path):
+    """``name``'s kernel built from its generated source with MK_C_STATIONARY added."""
     text = codegen.generate(registry.spec(name))
     assert DEFINE[0] in text
     path = tmp_path / f"{name}_cstat.c"
     path.write_text(text.replace(DEFINE[0], DEFINE[1], 1))
-    k = get_kernel(name, source=path)
+    return get_kernel(name, source=path)
+
+
+@pytest.mark.parametrize("name", _native())
+def test_c_stationary_loops_on_the_native_tiles(name, tmp_path):
+    k = _with_define(name, tmp_path)
     assert _holds_whole_b(k)
     assert not _failures(k)
+
+
+def test_workspace_bound_of_the_c_stationary_loops(tmp_path):
+    """At one thread the loops hold the whole packed B (K x N), an A row block and one
+    MC x NC block of C's tiles: the bound `bench` prints for them covers it, and the
+    BLIS loops' bound (one KC x NC block of B) does not."""
+    from microkernel.blocking import workspace_bound
+    from microkernel.gemm import blocking_for
+    kern = _with_define(mk.kernels()[0], tmp_path)
+    blk = blocking_for(kern).replace(kc=64, mc=64, nc=96)
+    m, n, k = 100, 300, 500
+    mk.gemm(np.ones((m, k), np.float32), np.ones((k, n), np.float32), kernel=kern, threads=1,
+            blocking=blk)
+    ws = kern.lib.mk_workspace_bytes()
+    assert 4 * n * k <= ws <= workspace_bound(kern.spec, blk, m, n, k, 1, True)
+    assert ws > workspace_bound(kern.spec, blk, m, n, k, 1, False)

@@ -241,28 +241,3 @@ def test_a_partial_blocking_override_is_completed_per_kernel():
         assert (_workspace_after(kern, A, B, C, partial)
                 == _workspace_after(kern, A, B, C, full)), kern.name
 
-
-def test_workspace_bound_of_the_c_stationary_loops():
-    """A module with MK_C_STATIONARY at one thread holds the whole packed B (K x N),
-    an A row block and one MC x NC block of C's tiles; the bound bench prints covers
-    it, and the BLIS bound (one KC x NC block of B) does not."""
-    import pathlib
-    import tempfile
-    from microkernel import codegen, registry
-    from microkernel.blocking import workspace_bound
-    from microkernel.gemm import blocking_for
-    name = mk.kernels()[0]
-    text = codegen.generate(registry.spec(name)).replace(
-        "#include <stdint.h>", "#define MK_C_STATIONARY 1\n#include <stdint.h>", 1)
-    with tempfile.TemporaryDirectory() as d:
-        path = pathlib.Path(d) / "cstat.c"
-        path.write_text(text)
-        kern = mk.get_kernel(name, source=path)
-        blk = blocking_for(kern).replace(kc=64, mc=64, nc=96)
-        m, n, k = 100, 300, 500
-        A = np.ones((m, k), np.float32)
-        B = np.ones((k, n), np.float32)
-        mk.gemm(A, B, kernel=kern, threads=1, blocking=blk)
-        ws = kern.lib.mk_workspace_bytes()
-        assert 4 * n * k <= ws <= workspace_bound(kern.spec, blk, m, n, k, 1, True)
-        assert ws > workspace_bound(kern.spec, blk, m, n, k, 1, False)

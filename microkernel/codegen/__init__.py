@@ -18,8 +18,8 @@ import importlib
 from ..tile import TileSpec
 from .common import symbol
 
-__all__ = ["generate", "c_stationary", "generate_peak", "symbol", "FAMILY", "edge_symbol", "nr_expr",
-           "kernel_list", "desc_function", "ukernel_symbols", "PanelLayout", "layout",
+__all__ = ["generate", "c_stationary", "generate_peak", "symbol", "FAMILY", "edge_symbol",
+           "nr_expr", "kernel_list", "desc_function", "ukernel_symbols", "PanelLayout", "layout",
            "module_defines", "mr_expr"]
 
 #: ISA -> emitter module (XNNPACK-style: one emitter per ISA family)
