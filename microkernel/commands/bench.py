@@ -154,6 +154,9 @@ def run(args) -> int:
     entry = bench.GemmEntry(kern.label, kern, blk)
     # the peak that "% peak" is of: the kernel's own instruction's (typed) or the best ISA's
     pname = fig[kern.label]["peak"] if own else bench.PEAK
+    # whether gemm()'s module takes the C-stationary loops (its workspace bound below)
+    cst = codegen.c_stationary(kern.spec, None if kern.source is None else
+                               open(kern.source, encoding="utf-8").read())
     for threads in args.threads:
         cons = bench.gemm_contenders([entry], problems, threads=threads, peers=peer_names,
                                      types=dtype)
@@ -207,8 +210,6 @@ def run(args) -> int:
         result.setdefault("samples", {})[str(threads)] = r.samples()
         # extra memory of a call: the calling thread's packing workspace, reused
         ws = int(kern.lib.mk_workspace_bytes())
-        cst = codegen.c_stationary(kern.spec, None if kern.source is None else
-                                   open(kern.source, encoding="utf-8").read())
         bound = max(workspace_bound(kern.spec, blk, p.m, p.n, p.k, threads, cst)
                     for p in problems)
         how = ("the C-stationary loops at one thread: the whole packed B, MC x K of A, "
