@@ -19,7 +19,12 @@ TILELOADDT1, the streaming hint), for ``microkernel compare --kernels "amx_bf16_
 validates them before it times them.
 
     python bench/amx_breakdown.py [--dir .amxvar] [--sizes 2048,4096] [--rounds 5]
-                                  [--json PATH] [--write-only]
+                                  [--json PATH] [--write-only] [--define TAG:NAME=VALUE ...]
+
+``--define TAG:NAME=VALUE`` (repeatable; TAG:N1=V1,N2=V2 for several) adds the real
+kernel and ``nop`` built with those defines first, as ``kernel+TAG`` and ``nop+TAG``, to
+the same rounds: a driver variant's cost outside the micro-kernel (``nop``) beside its
+whole effect.
 
 Prints GFLOP/s (the GEMM's flop count over each variant's time, median and 95%
 interval) and each variant's time as a fraction of the real kernel's. Nothing is
@@ -88,6 +93,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="2048,4096")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--define", action="append", default=[], metavar="TAG:NAME=VALUE")
     args = ap.parse_args()
     import os
     import numpy as np
@@ -113,6 +119,15 @@ def main() -> int:
         return 2
     for name in DIAGNOSTIC:
         kernels[name] = mk.get_kernel(KERNEL, source=paths[name])
+    for spec in args.define:
+        tag, _, defs = spec.partition(":")
+        head = "".join(f"#define {d.replace('=', ' ', 1)}\n" for d in defs.split(","))
+        for base, src in (("kernel", generate(mk.TileSpec.from_name(KERNEL))),
+                          ("nop", open(paths["nop"]).read())):
+            paths[f"{base}+{tag}"] = os.path.join(args.dir, f"{base}_{tag}.c")
+            with open(paths[f"{base}+{tag}"], "w") as fh:
+                fh.write(head + src)
+            kernels[f"{base}+{tag}"] = mk.get_kernel(KERNEL, source=paths[f"{base}+{tag}"])
     rng = np.random.default_rng(0)
     cons = []
     for n in (int(s) for s in args.sizes.split(",")):
@@ -125,7 +140,8 @@ def main() -> int:
     r = Rounds(cons)
     for _ in range(args.rounds):
         r.round()
-    out = {"kernel": KERNEL, "rounds": args.rounds, "variants": list(DIAGNOSTIC), "shapes": {}}
+    out = {"kernel": KERNEL, "rounds": args.rounds, "variants": list(kernels)[1:],
+           "defines": args.define, "shapes": {}}
     for shape in r.shapes:
         rows = {}
         for name in kernels:

@@ -34,6 +34,12 @@
 #                                      beside PyTorch, `bench` on two CPUs
 #   bash bench/device_cpu.sh cstattyped the same for the AVX512-BF16 and VNNI tiles (catalogue, raced
 #                                      against their BLIS loops on CPU 9)
+#   bash bench/device_cpu.sh stream    issue 21: the C-stationary loops' non-temporal C raced
+#                                      against the modules without it; catalogue, tests, bench
+#   bash bench/device_cpu.sh overhead  issue 21: the AMX bf16 gemm()'s time outside the micro-kernel
+#                                      (amx_breakdown.py nop) with driver variants; bench
+#   bash bench/device_cpu.sh driverab [REV] this tree's driver raced against REV's (bench/driver_ab.py)
+#                                      on the AMX bf16, AVX512-BF16 and VNNI tiles
 #   bash bench/device_cpu.sh threads   issue 24: bench/threads.py at 1 and 16 threads, ours,
 #                                      numpy and PyTorch alone (3 processes each, in turn),
 #                                      then interleaved: with a pause, back to back, and back to
@@ -69,9 +75,14 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"   # .whl/ wheels, PYTHONPATH, threads
 mk() { python3 -m microkernel "$@"; }
 run() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
-# variant DEFINE NAME TILE: .amxvar/NAME_TILE.c, the tile's generated module with
-# `#define DEFINE 1` first (a contender NAME@.amxvar/NAME_TILE.c for compare / bench)
-variant() { mkdir -p .amxvar; (echo "#define $1 1"; cat "c_src/ukernels/$3.c") > ".amxvar/$2_$3.c"; }
+# variant DEFINES NAME TILE: .amxvar/NAME_TILE.c, the tile's generated module with each
+# of the comma-separated DEFINES first, `#define D 1` for D and `#define D V` for D=V
+# (a contender NAME@.amxvar/NAME_TILE.c for compare / bench)
+variant() {
+  mkdir -p .amxvar
+  (IFS=,; for d in $1; do case $d in *=*) echo "#define ${d%%=*} ${d#*=}";; *) echo "#define $d 1";; esac; done
+   cat "c_src/ukernels/$3.c") > ".amxvar/$2_$3.c"
+}
 f32() { python3 -c 'from microkernel import registry; print(registry.DEFAULTS["avx512"])'; }
 # race16 JSON SIZES ROUNDS PAUSE CONTENDERS: `microkernel compare` of blocking variants at
 # 16 threads, numpy and PyTorch (16 threads each) in the same rounds
@@ -190,6 +201,63 @@ if [ "${1:-}" = cstat ]; then
         --rounds 5 --peers torch --json "$OUT/cstat_s8s8_cpu9.json" \
         --kernels "$s;$s@.amxvar/blis_$s.c"
   } 2>&1 | tee "$OUT/device_cstat.log"
+  exit 0
+fi
+if [ "${1:-}" = stream ]; then
+  # issue 21: the C-stationary loops' non-temporal C (MK_CSTAT_NT_MIN): the edge
+  # catalogue of every x86 typed tile and the tests, then raced against the same modules
+  # without it (old_*) beside PyTorch, then `bench` (% of the tdpbf16ps peak) on two CPUs
+  d=amx_bf16_32x32; s=amx_s8s8_32x32; b=avx512bf16_8x32
+  for t in $d $s $b; do variant MK_CSTAT_NT_MIN=0 old $t; done
+  typed=$(python3 -c "from microkernel import registry; print(' '.join(x.name for x in registry.DEVICE_TYPED))")
+  {
+    run lscpu -e
+    for t in $typed; do run mk validate --kernel $t; done
+    run python3 -m pytest -q -p no:cacheprovider tests/test_cstat.py tests/test_types.py \
+        tests/test_x86_typed.py
+    for cpu in 9 5; do
+      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 2048,3072,4096 \
+          --rounds 9 --peers torch --json "$OUT/stream_bf16_cpu$cpu.json" --kernels "$d;$d@.amxvar/old_$d.c"
+    done
+    for cpu in 9 5; do
+      run taskset -c $cpu python3 -m microkernel bench --dtype bf16 --kernel $d --sizes 4096 \
+          --rounds 9 --peers torch --json "$OUT/stream_bench_cpu$cpu.json"
+    done
+    run taskset -c 13 python3 -m microkernel compare --dtype s8s8 --sizes 3072,4096 --rounds 5 \
+        --peers torch --json "$OUT/stream_s8s8_cpu13.json" --kernels "$s;$s@.amxvar/old_$s.c"
+    run taskset -c 13 python3 -m microkernel compare --dtype bf16 --sizes 1024,2048,4096 --rounds 5 \
+        --peers torch --json "$OUT/stream_avx512bf16_cpu13.json" --kernels "$b;$b@.amxvar/old_$b.c"
+  } 2>&1 | tee "$OUT/device_stream.log"
+  exit 0
+fi
+if [ "${1:-}" = overhead ]; then
+  # issue 21: the AMX bf16 gemm()'s time outside the micro-kernel (bench/amx_breakdown.py's
+  # nop: packing, the loops, the pass that writes C) with the driver's defaults and
+  # without the non-temporal C (nont), each beside the real kernel built the same way, on
+  # two CPUs; then `bench` (% of the tdpbf16ps peak). The run of 2026-12-04 also had
+  # B packed 8 panels at a time (g8: MK_PACK_B_GROUP=8, not kept)
+  d=amx_bf16_32x32
+  {
+    for cpu in 9 5; do
+      run taskset -c $cpu python3 bench/amx_breakdown.py --dir .amxvar --sizes 4096 --rounds 7 \
+          --define nont:MK_CSTAT_NT_MIN=0 --json "$OUT/overhead_cpu$cpu.json"
+    done
+    run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel $d --sizes 4096 \
+        --rounds 9 --peers torch --json "$OUT/overhead_bench_cpu9.json"
+  } 2>&1 | tee "$OUT/device_overhead.log"
+  exit 0
+fi
+if [ "${1:-}" = driverab ]; then
+  # this tree's driver against revision ${2:-fbb3a17}'s (bench/driver_ab.py; carry the
+  # files that `python bench/driver_ab.py --rev REV --write .amxvar/driver_REV` writes),
+  # one thread on CPU 9: the typed tiles whose packing or C pass changed
+  rev=${2:-fbb3a17}
+  {
+    for t in amx_bf16_32x32 avx512bf16_8x32 avx512vnni_u8s8_8x32; do
+      run taskset -c 9 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
+          --kernel $t --sizes 1024,2048,4096 --rounds 7 --json "$OUT/driverab_${t}_cpu9.json"
+    done
+  } 2>&1 | tee "$OUT/device_driverab.log"
   exit 0
 fi
 if [ "${1:-}" = cstattyped ]; then

@@ -224,15 +224,13 @@ static int64_t mk_balance(int64_t total, int64_t blk, int64_t unit)
  * NR = 4), which writes exactly its panel. The 8 x 8 transpose stores 8 floats per k
  * at dst + k*w + l0, so a group narrower than 8 writes past its end into positions
  * that are written again later in the same pass; MK_PACK_SLACK floats after the last
- * panel absorb the final overrun.
+ * panel absorb the final overrun. The typed packing (below) moves 4-byte K groups
+ * (bf16 pairs, int8 quads) through the same 8 x 8 transposes, which move bits.
  */
 enum { MK_PACK_SLACK = 8 };
-#if !MK_TYPED
 
 typedef float mk_v8 __attribute__((vector_size(32)));
 typedef int32_t mk_v8i __attribute__((vector_size(32)));
-
-static const float mk_zero8[8] __attribute__((aligned(32)));
 
 static inline mk_v8 mk_load8(const float *p)
 {
@@ -250,17 +248,6 @@ static inline void mk_store8(float *p, mk_v8 v) { __builtin_memcpy(p, &v, sizeof
 static const mk_v8i mk_lo = {0, 8, 1, 9, 4, 12, 5, 13}, mk_hi = {2, 10, 3, 11, 6, 14, 7, 15};
 static const mk_v8i mk_l2 = {0, 1, 8, 9, 4, 5, 12, 13}, mk_h2 = {2, 3, 10, 11, 6, 7, 14, 15};
 static const mk_v8i mk_l4 = {0, 1, 2, 3, 8, 9, 10, 11}, mk_h4 = {4, 5, 6, 7, 12, 13, 14, 15};
-
-/* w floats from s to d (w % 8 == 0: whole vectors). */
-static inline void mk_copy_line(float *restrict d, const float *restrict s, int64_t w)
-{
-    if (w % 8 == 0)
-        for (int64_t l = 0; l < w; l += 8)
-            mk_store8(d + l, mk_load8(s + l));
-    else
-        for (int64_t l = 0; l < w; ++l)
-            d[l] = s[l];
-}
 
 /* 8 lines x 8 k: line l is p[l][0..8); stores d[k*w + l] for k, l < 8 in increasing k
  * (the 8 stores of 8 floats may overlap when w < 8: each overwrites the previous
@@ -288,6 +275,21 @@ static inline void mk_transpose8(const float *const p[8], float *d, int64_t w)
     mk_store8(d + 5 * w, __builtin_shuffle(u1, u5, mk_h4));
     mk_store8(d + 6 * w, __builtin_shuffle(u2, u6, mk_h4));
     mk_store8(d + 7 * w, __builtin_shuffle(u3, u7, mk_h4));
+}
+
+#if !MK_TYPED
+
+static const float mk_zero8[8] __attribute__((aligned(32)));
+
+/* w floats from s to d (w % 8 == 0: whole vectors). */
+static inline void mk_copy_line(float *restrict d, const float *restrict s, int64_t w)
+{
+    if (w % 8 == 0)
+        for (int64_t l = 0; l < w; l += 8)
+            mk_store8(d + l, mk_load8(s + l));
+    else
+        for (int64_t l = 0; l < w; ++l)
+            d[l] = s[l];
 }
 
 /* 4 lines x 8 k: line l is p[l][0..8); stores the 32 floats d[k*4 + l], k < 8, l < 4:
@@ -394,7 +396,7 @@ static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s
                 for (int64_t l = 0; l < wcur; ++l)                                       \
                     d[(k / (G)) * w * (G) + l * (G) + k % (G)] = CVT(xs[l * s_l + k * s_k]); \
         }                                                                                \
-        for (int64_t k = 0; k < kcp; ++k)                                                \
+        for (int64_t k = wcur < w ? 0 : kc; k < kcp; ++k)   /* the zero padding */       \
             for (int64_t l = (k < kc ? wcur : 0); l < w; ++l)                            \
                 d[(k / (G)) * w * (G) + l * (G) + k % (G)] = (DST)0;                     \
     }                                                                                    \
@@ -404,9 +406,15 @@ static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s
  * conversion: MK_COPY_A / MK_COPY_B, set below when the panel's type is the source's
  * and the conversion is the identity), on whole groups of K; each returns the k where
  * the generic loops take over (a multiple of the group), 0 when it does not apply.
- *   K contiguous (s_k == 1), a group of g >= 8 elements (AMX's A: rows of 64 bytes of
- *     K, 32 bf16 or 64 int8): line l's group is one copy of g elements, a 64-byte
- *     vector move with the module's flags;
+ *   K contiguous (s_k == 1), a group of 4 bytes (a bf16 pair or an int8 quad of a
+ *     row-major A for AVX512-BF16 or VNNI) and full panels of a multiple of 8 lines:
+ *     the fp32 path's 8 x 8 transposes on those 4-byte groups (the VNNI tile's whole
+ *     GEMM 13-20% faster on the Zen 4 and 18-31% on Sapphire Rapids than through the
+ *     generic loops' element by element index arithmetic: docs/design-notes.md, typed
+ *     A);
+ *   K contiguous, any other group of g > 1 elements: line l's group is one copy of g
+ *     elements (AMX's A, rows of 64 bytes of K, 32 bf16 or 64 int8: a 64-byte vector
+ *     move with the module's flags);
  *   lines contiguous (s_l == 1), a group of g <= 4 (pairs along K for bf16, vpmaddwd and
  *     AMX's B; quads for VNNI and AMX int8): the interleave of g source rows of wcur
  *     elements (row k of B is columns l0.. of B's k-th row), d[(k/g)*w*g + l*g + k%g],
@@ -418,7 +426,25 @@ static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,
     const int64_t kv = kc - kc % (G);                                                    \
     if (!(COPY) || kv == 0)                                                              \
         return 0;                                                                        \
-    if (s_k == 1 && (G) >= 8) {                                                          \
+    if (s_k == 1 && (G) * sizeof(DST) == 4 && sizeof(SRC) == sizeof(DST) && w % 8 == 0 \
+        && wcur == w && kv >= 8 * (G)) {                                                 \
+        const int64_t kq = kv - kv % (8 * (G));                                          \
+        for (int64_t l0 = 0; l0 < w; l0 += 8) {                                          \
+            const float *p[8];                                                           \
+            for (int l = 0; l < 8; ++l)                                                  \
+                p[l] = (const float *)(const void *)(xs + (l0 + l) * s_l);               \
+            for (int64_t k = 0; k < kq; k += 8 * (G)) {                                  \
+                mk_transpose8(p, (float *)(void *)d + k / (G) * w + l0, w);              \
+                for (int l = 0; l < 8; ++l)                                              \
+                    p[l] += 8;                                                           \
+            }                                                                            \
+        }                                                                                \
+        for (int64_t l = 0; l < w; ++l)                                                  \
+            for (int64_t k = kq; k < kv; k += (G))                                       \
+                memcpy(d + k * w + l * (G), xs + l * s_l + k, (G) * sizeof(DST));        \
+        return kv;                                                                       \
+    }                                                                                    \
+    if (s_k == 1 && (G) > 1) {                                                           \
         for (int64_t l = 0; l < wcur; ++l)                                               \
             for (int64_t k = 0; k < kv; k += (G))                                        \
                 memcpy(d + k * w + l * (G), xs + l * s_l + k, (G) * sizeof(DST));        \
@@ -845,6 +871,42 @@ static size_t mk_cstat_bytes(int64_t n, int64_t kp, int64_t mc_blk, int64_t nc_b
 #define MK_CSTAT_MAX_B ((size_t)1 << 30)
 #endif
 
+/* With beta = 0 and C of at least MK_CSTAT_NT_MIN bytes, the pass that writes C stores
+ * it non-temporally (MOVNTDQ, SDM vol. 2B; x86-64 only): C is written once and read by
+ * no later step of the call, so its lines are not read for ownership first nor kept
+ * in the caches (docs/design-notes.md, AMX: C stays in compact tiles). 0: never. */
+#ifndef MK_CSTAT_NT_MIN
+#define MK_CSTAT_NT_MIN ((size_t)16 << 20)
+#endif
+#if defined(__x86_64__) && defined(__SSE2__)
+typedef long long mk_v2di __attribute__((vector_size(16)));
+/* dst[0:w] := alpha * t[0:w] by 16-byte non-temporal stores; 0 (nothing stored) when
+ * dst is not 16-byte aligned or w elements are not whole 16-byte pieces */
+static int mk_store_nt(MK_TC *dst, const MK_TC *t, int64_t w, MK_TC alpha)
+{
+    enum { V = 16 / sizeof(MK_TC) };
+    if (((uintptr_t)dst & 15) != 0 || w % V != 0)
+        return 0;
+    for (int64_t j = 0; j < w; j += V) {
+        MK_TC v[V];
+        for (int q = 0; q < V; ++q)
+            v[q] = MK_SCALE(alpha, t[j + q]);
+        mk_v2di x;
+        memcpy(&x, v, sizeof x);
+        __builtin_ia32_movntdq((mk_v2di *)(dst + j), x);
+    }
+    return 1;
+}
+#define MK_SFENCE() __builtin_ia32_sfence()
+#else
+static int mk_store_nt(MK_TC *dst, const MK_TC *t, int64_t w, MK_TC alpha)
+{
+    (void)dst; (void)t; (void)w; (void)alpha;
+    return 0;
+}
+#define MK_SFENCE() ((void)0)
+#endif
+
 static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                           int64_t mc_blk, int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
                           const MK_SA *a, int64_t rs_a, int64_t cs_a,
@@ -878,6 +940,8 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         }
     }
     const char *const b_end = (const char *)(bpk + (n + nr - 1) / nr * nr * kp);
+    const int nt = MK_CSTAT_NT_MIN > 0 && beta == 0 && cs_c == 1
+                   && (size_t)m * (size_t)n * sizeof(MK_TC) >= (size_t)MK_CSTAT_NT_MIN;
     for (int64_t ic = 0; ic < m; ic += mc_blk) {
         const int64_t mc = mk_min(mc_blk, m - ic), mpanels = (mc + mr - 1) / mr;
         const int64_t mcr = mpanels * mr;
@@ -919,6 +983,8 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
                     const MK_TC *t = ti + jp * mpanels * mr * nr;
                     MK_TC *cp = ci + jp * nr * cs_c;
                     const int64_t w = mk_min(nr, nc - jp * nr);
+                    if (nt && mk_store_nt(cp, t, w, alpha))
+                        continue;
                     if (cs_c == 1 && beta == 0)
                         for (int64_t j = 0; j < w; ++j)
                             cp[j] = MK_SCALE(alpha, t[j]);
@@ -933,6 +999,8 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
             }
         }
     }
+    if (nt)
+        MK_SFENCE();   /* the non-temporal stores ordered before the call returns */
     MK_PREFETCH_B(NULL, 0);
     MK_THREAD_TEARDOWN();
     return MK_OK;

@@ -25,7 +25,7 @@ from .timing import Contender, Rounds
 
 __all__ = ["GemmEntry", "gemm_contenders", "l1_contenders", "PEAK", "l1_figures",
            "typed_operands", "kernel_peaks", "peak_name", "peak_contender", "paired_pct_peak",
-           "WrongResult", "TILED_MIN", "tiled", "numpy_blas_info"]
+           "WrongResult", "TILED_MIN", "tiled", "numpy_blas_info", "gflops_interval"]
 
 #: the peak loop's contender name in an L1 race
 PEAK = "fma_peak"
@@ -256,18 +256,20 @@ def l1_figures(rounds: Rounds, names, peaks: dict | None = None) -> dict[str, di
     for pname in {PEAK, *peaks.values()}:
         c = rounds.contender("L1", pname)
         peak_g[pname] = c.flops / rounds.matrix(pname)[0] / 1e9
-        out[pname] = _gflops_interval(peak_g[pname])
+        out[pname] = gflops_interval(peak_g[pname])
     for name in names:
         c = rounds.contender("L1", name)
         g = c.flops / rounds.matrix(name)[0] / 1e9
         pname = peaks.get(name, PEAK)
         iv = stats.bootstrap((g / peak_g[pname])[None, :])
-        out[name] = {**_gflops_interval(g), "pct_peak": 100 * iv.point,
+        out[name] = {**gflops_interval(g), "pct_peak": 100 * iv.point,
                      "pct_peak_lo": 100 * iv.lo, "pct_peak_hi": 100 * iv.hi, "peak": pname}
     return out
 
 
-def _gflops_interval(g: np.ndarray) -> dict:
+def gflops_interval(g: np.ndarray) -> dict:
+    """GFLOP/s of one contender's rounds ``g`` (R,): the median and its 95% bootstrap
+    interval over rounds (``gflops``, ``gflops_lo``, ``gflops_hi``) and the rounds."""
     iv = stats.bootstrap(g[None, :])   # geometric mean of one shape = the median
     return {"gflops": iv.point, "gflops_lo": iv.lo, "gflops_hi": iv.hi,
             "rounds": [float(x) for x in g]}

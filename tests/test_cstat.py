@@ -1,7 +1,10 @@
 """The driver's C-stationary loops (c_src/driver.c, MK_C_STATIONARY: B packed whole,
 each MC x NC block of C accumulated in compact tiles across the KC blocks and written
 to C once, row by row), which a module that defines MK_C_STATIONARY (the AMX and
-AVX512-BF16 tiles) takes at one thread when K spans several KC blocks.
+AVX512-BF16 tiles) takes at one thread when K spans several KC blocks. With beta = 0
+and C of at least MK_CSTAT_NT_MIN bytes (16 MiB), that row pass stores C
+non-temporally: the emulated tiles run the ordinary stores (the shapes here are small),
+the native ones the non-temporal stores (built with the threshold at 1 byte).
 
 Run here on those tiles with their intrinsics emulated (tests/x86emul, as in
 tests/test_x86_emulated.py), and on every tile this CPU runs natively with the define
@@ -24,8 +27,10 @@ from microkernel.dispatch import get_kernel
 from microkernel.dtypes import get as types_get
 
 X86 = platform.machine().lower() in ("x86_64", "amd64")
-#: the edits that make a module take the C-stationary loops, or never take them
-DEFINE = ("#include <stdint.h>", "#define MK_C_STATIONARY 1\n#include <stdint.h>")
+#: the edits that make a module take the C-stationary loops (and write C with
+#: non-temporal stores whenever beta = 0, not only from 16 MiB of C), or never take them
+DEFINE = ("#include <stdint.h>",
+          "#define MK_C_STATIONARY 1\n#define MK_CSTAT_NT_MIN 1\n#include <stdint.h>")
 BLIS = ("#include <stdint.h>", "#define MK_BLIS_LOOPS 1\n#include <stdint.h>")
 #: (m, n, k): K over several KC blocks of the blockings below; M and N with edges
 SHAPES = [(70, 50, 700), (64, 64, 300), (96, 33, 129), (33, 96, 257)]

@@ -228,7 +228,8 @@ def test_specialised_driver_asan_ubsan_clean(san_dir, cstat):
     MK_NR, MK_UKERNEL: constant MR and NR in the loops and packing, a direct call of
     the micro-kernel), here for the AVX2 default tile, serial and with 2 threads; and
     with MK_C_STATIONARY (the AMX and AVX512-BF16 modules' one-thread loops, taken by
-    the catalogue's and the corpus's cases whose K spans several KC blocks)."""
+    the catalogue's and the corpus's cases whose K spans several KC blocks), there with
+    the non-temporal C stores on every beta = 0 case (MK_CSTAT_NT_MIN = 1 byte)."""
     from microkernel.dispatch import default_tile
     spec = default_tile("avx2")
     if spec.isa not in probe().isas:
@@ -238,7 +239,7 @@ def test_specialised_driver_asan_ubsan_clean(san_dir, cstat):
     tmp.mkdir(parents=True, exist_ok=True)
     cases.write_text("\n".join(catalogue_lines([spec])) + "\n")
     special = [f"-DMK_MR={spec.mr}", f"-DMK_NR={spec.nr}", f"-DMK_UKERNEL={codegen.symbol(spec)}"]
-    special += ["-DMK_C_STATIONARY=1"] if cstat else []
+    special += ["-DMK_C_STATIONARY=1", "-DMK_CSTAT_NT_MIN=1"] if cstat else []
     exe = build_harness(tmp, [spec], flags=SAN_FLAGS + special, openmp=True)
     for threads in (1, 2):
         res = subprocess.run([str(exe), "--cases", str(cases), "--fuzz", "400",
