@@ -39,7 +39,8 @@
 #   bash bench/device_cpu.sh overhead  issue 21: the AMX bf16 gemm()'s time outside the micro-kernel
 #                                      (amx_breakdown.py nop) with driver variants; bench
 #   bash bench/device_cpu.sh driverab [REV] this tree's driver raced against REV's (bench/driver_ab.py)
-#                                      on the AMX bf16, AVX512-BF16 and VNNI tiles
+#                                      on the AMX bf16, AVX512-BF16 and VNNI tiles, and the f32
+#                                      default at 16 threads
 #   bash bench/device_cpu.sh threads   issue 24: bench/threads.py at 1 and 16 threads, ours,
 #                                      numpy and PyTorch alone (3 processes each, in turn),
 #                                      then interleaved: with a pause, back to back, and back to
@@ -250,13 +251,16 @@ fi
 if [ "${1:-}" = driverab ]; then
   # this tree's driver against revision ${2:-fbb3a17}'s (bench/driver_ab.py; carry the
   # files that `python bench/driver_ab.py --rev REV --write .amxvar/driver_REV` writes),
-  # one thread on CPU 9: the typed tiles whose packing or C pass changed
+  # one thread on CPU 9: the typed tiles whose packing or C pass changed; then the f32
+  # default at 16 threads (the team, its workspace past MK_WS_HUGE_MIN)
   rev=${2:-fbb3a17}
   {
     for t in amx_bf16_32x32 avx512bf16_8x32 avx512vnni_u8s8_8x32; do
       run taskset -c 9 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
           --kernel $t --sizes 1024,2048,4096 --rounds 7 --json "$OUT/driverab_${t}_cpu9.json"
     done
+    run env OMP_NUM_THREADS=16 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
+        --kernel "$(f32)" --threads 16 --sizes 2048,4096 --rounds 7 --json "$OUT/driverab_f32_16t.json"
   } 2>&1 | tee "$OUT/device_driverab.log"
   exit 0
 fi

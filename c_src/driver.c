@@ -33,6 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -164,6 +167,29 @@ static void mk_ws_destroy(void *p)
 
 static void mk_ws_key_init(void) { pthread_key_create(&mk_ws_key, mk_ws_destroy); }
 
+/* From MK_WS_HUGE_MIN bytes (0: never) the workspace is 2 MiB-aligned, a whole number
+ * of 2 MiB, and asks Linux for transparent huge pages (madvise MADV_HUGEPAGE, which
+ * the "madvise" setting of /sys/kernel/mm/transparent_hugepage requires): the packed
+ * panels that the micro-kernel streams then take a TLB entry per 2 MiB, not per 4 KiB
+ * (an AMX call streams a new 4 KiB page of A or B every 32 cycles). */
+#ifndef MK_WS_HUGE_MIN
+#define MK_WS_HUGE_MIN ((size_t)4 << 20)
+#endif
+static void *mk_ws_alloc(size_t *bytes)
+{
+#if defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    if (MK_WS_HUGE_MIN > 0 && *bytes >= (size_t)MK_WS_HUGE_MIN) {
+        *bytes = (*bytes + huge - 1) / huge * huge;
+        void *p = aligned_alloc(huge, *bytes);
+        if (p)
+            (void)madvise(p, *bytes, MADV_HUGEPAGE);   /* advice: no error is fatal */
+        return p;
+    }
+#endif
+    return aligned_alloc(64, *bytes);
+}
+
 /* A 64-byte-aligned buffer of at least `bytes` bytes, reused across calls. */
 static void *mk_ws_get(size_t need)
 {
@@ -179,7 +205,7 @@ static void *mk_ws_get(size_t need)
     size_t bytes = (need + 63) & ~(size_t)63;
     if (bytes > ws->bytes) {
         free(ws->buf);
-        ws->buf = aligned_alloc(64, bytes);
+        ws->buf = mk_ws_alloc(&bytes);
         ws->bytes = ws->buf ? bytes : 0;
     }
     return ws->buf;

@@ -43,10 +43,13 @@ import dataclasses
 import math
 
 __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
-           "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS"]
+           "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
+#: A packing workspace of at least this many bytes is whole 2 MiB transparent huge
+#: pages (c_src/driver.c, MK_WS_HUGE_MIN)
+WS_HUGE_MIN = 4 << 20
 A_BLOCK_L1S = 2  # the packed A block (MC x KC) holds at most this many L1 data caches
 #: Tile-register ISAs (AMX): bytes of one packed A row (KC x S_A) -- KC = 2048 bf16
 #: elements, 4096 int8 ones. See :func:`model_blocking` (``l2_panels``).
@@ -117,17 +120,21 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     a B block (KC x (NC + NR)) and an edge tile, or, for a module whose driver takes
     the C-stationary loops (``c_stationary``: MK_C_STATIONARY, at one thread when K
     spans several KC blocks), the whole packed B (K x N), an A row block (MC x K) and
-    the tiles of one MC x NC block of C; each padded up to whole panels and K groups."""
+    the tiles of one MC x NC block of C; each padded up to whole panels and K groups,
+    and a buffer of at least :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages."""
     sa, sb = panel_bytes(spec)
     def up(x, to):
         return -(-x // to) * to
+    def pages(x):
+        return up(x, 2 << 20) if x >= WS_HUGE_MIN else x
     kp = up(k, 64)                                   # K groups: at most 64 elements
     if c_stationary and threads == 1 and k > blk.kc:
-        return (up(n, spec.nr) * kp * sb + up(blk.mc, spec.mr) * kp * sa
-                + up(blk.mc, spec.mr) * up(blk.nc, spec.nr) * 4 + 3 * 64 + 8 * 4)
+        return pages(up(n, spec.nr) * kp * sb + up(blk.mc, spec.mr) * kp * sa
+                     + up(blk.mc, spec.mr) * up(blk.nc, spec.nr) * 4 + 3 * 64 + 8 * 4)
     per = (up(blk.mc, spec.mr) * up(blk.kc, 64) * sa + up(blk.kc, 64) * (blk.nc + spec.nr) * sb
            + 2 * (spec.mr * spec.nr * 4 + 48 * 4))
-    return threads * per
+    # one buffer per thread (slices) or one for the team
+    return max(threads * pages(per), pages(threads * per))
 
 
 def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,

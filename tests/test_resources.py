@@ -20,6 +20,7 @@ import pytest
 
 import microkernel as mk
 from microkernel import validate
+from microkernel.blocking import WS_HUGE_MIN
 
 MIB = 1 << 20
 CALLS = 10_000
@@ -141,10 +142,28 @@ def test_workspace_is_bounded_by_the_blocking():
     mk.gemm(A, B, C, kernel=kern, threads=2)
     ws = kern.lib.mk_workspace_bytes()
     limit = 4 * (blk.mc * blk.kc + blk.kc * (blk.nc + kern.nr) + 2 * (kern.mr * kern.nr + 48)) + 64
+    if limit >= WS_HUGE_MIN:                   # whole 2 MiB huge pages from there on
+        limit = -(-limit // (2 * MIB)) * 2 * MIB
     assert 0 < ws <= limit
     A, B, C, C0, alpha, beta, threads = _operands((big + 37, big + 41, big + 43, 1.0, 0.0, "c", 2), rng)
     mk.gemm(A, B, C, kernel=kern, threads=2)
     assert kern.lib.mk_workspace_bytes() <= limit
+
+
+def test_a_large_workspace_is_whole_huge_pages():
+    """From WS_HUGE_MIN bytes the driver's workspace is whole 2 MiB pages (advised as
+    transparent huge pages), below it as many bytes as the blocking needs; the results
+    are right either way."""
+    kern = mk.get_kernel(mk.kernels()[0])
+    rng = np.random.default_rng(5)
+    sizes = {}
+    for nc in (512, 4096):                     # a B block of 0.5 MiB, then 4 MiB
+        A, B, C, C0, alpha, beta, threads = _operands((64, nc, 512, 1.0, 0.0, "c", 1), rng)
+        sizes[nc] = _workspace_after(kern, A, B, C, {"kc": 256, "mc": 8 * kern.mr, "nc": nc})
+        ref, bound = validate.reference(A, B, C0, alpha, beta)
+        assert validate.check(C, ref, bound)[0]
+    assert sizes[512] < WS_HUGE_MIN and sizes[512] % (2 * MIB) != 0
+    assert sizes[4096] >= WS_HUGE_MIN and sizes[4096] % (2 * MIB) == 0
 
 
 def test_exited_threads_free_their_workspaces():
