@@ -105,7 +105,9 @@ def main() -> int:
 
     os.makedirs(args.dir, exist_ok=True)
     paths = {}
-    for name, src in variant_sources(generate(mk.TileSpec.from_name(KERNEL))).items():
+    generated = generate(mk.TileSpec.from_name(KERNEL))
+    sources = variant_sources(generated)
+    for name, src in sources.items():
         paths[name] = os.path.join(args.dir, f"{name}.c")
         with open(paths[name], "w") as fh:
             fh.write(src)
@@ -122,8 +124,7 @@ def main() -> int:
     for spec in args.define:
         tag, _, defs = spec.partition(":")
         head = "".join(f"#define {d.replace('=', ' ', 1)}\n" for d in defs.split(","))
-        for base, src in (("kernel", generate(mk.TileSpec.from_name(KERNEL))),
-                          ("nop", open(paths["nop"]).read())):
+        for base, src in (("kernel", generated), ("nop", sources["nop"])):
             paths[f"{base}+{tag}"] = os.path.join(args.dir, f"{base}_{tag}.c")
             with open(paths[f"{base}+{tag}"], "w") as fh:
                 fh.write(head + src)
