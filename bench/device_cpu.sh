@@ -41,6 +41,8 @@
 #   bash bench/device_cpu.sh driverab [REV] this tree's driver raced against REV's (bench/driver_ab.py)
 #                                      on the AMX bf16, AVX512-BF16 and VNNI tiles, and the f32
 #                                      default at 16 threads
+#   bash bench/device_cpu.sh flow [REV] issue 24: the team's flow (no barrier per block) checked at
+#                                      16 threads, then raced against REV's driver at 16 and 4
 #   bash bench/device_cpu.sh threads   issue 24: bench/threads.py at 1 and 16 threads, ours,
 #                                      numpy and PyTorch alone (3 processes each, in turn),
 #                                      then interleaved: with a pause, back to back, and back to
@@ -58,6 +60,8 @@
 #   bash bench/device_cpu.sh scaling3  the same alone at 1, 4 and 16 threads, 3 processes each
 #   bash bench/device_cpu.sh scaling5  issue 24's scaling bar once more: bench/threads.py at 1 and
 #                                      16 threads, n = 4096, 5 processes per library in turn
+#   bash bench/device_cpu.sh small     issue 24: bench/threads.py at 16 threads on 256 and 512, alone
+#                                      (3 processes each) and interleaved
 #   bash bench/device_cpu.sh teamcheck bench/team_check.py at 16 threads (the team's units against
 #                                      the float64 reference, and against the old units bit
 #                                      for bit), tests/test_threads.py and test_blocking.py
@@ -264,6 +268,24 @@ if [ "${1:-}" = driverab ]; then
   } 2>&1 | tee "$OUT/device_driverab.log"
   exit 0
 fi
+if [ "${1:-}" = flow ]; then
+  # issue 24: the team's flow of dynamic units (no barrier per block; c_src/driver.c,
+  # mk_loops_flow) checked at 16 threads (bench/team_check.py: bit for bit against the
+  # old units and the fixed shares between barriers; tests/test_threads.py), then raced
+  # against revision ${2:-8a2f1fb}'s driver (the units between two barriers per block;
+  # carry .amxvar/driver_REV from `python bench/driver_ab.py --rev REV --write
+  # .amxvar/driver_REV`) at 16 and 4 threads
+  rev=${2:-8a2f1fb}
+  {
+    run python3 bench/team_check.py --threads 16
+    run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py tests/test_blocking.py
+    run env OMP_NUM_THREADS=16 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
+        --kernel "$(f32)" --threads 16 --sizes 1024,2048,4096 --rounds 9 --json "$OUT/flow_f32_16t.json"
+    run env OMP_NUM_THREADS=4 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
+        --kernel "$(f32)" --threads 4 --sizes 2048,4096 --rounds 7 --json "$OUT/flow_f32_4t.json"
+  } 2>&1 | tee "$OUT/device_flow.log"
+  exit 0
+fi
 if [ "${1:-}" = cstattyped ]; then
   # the AVX512-BF16 and VNNI tiles with and without the C-stationary loops (each module
   # with MK_C_STATIONARY and with MK_BLIS_LOOPS added: one of the two is the default, see
@@ -336,6 +358,16 @@ if [ "${1:-}" = scaling5 ]; then
     run python3 bench/threads.py --threads 1,16 --sizes 4096 --repeats 5 --interleaved 0 \
         --libs "microkernel team,numpy,torch" --out "$OUT"
   } 2>&1 | tee "$OUT/device_scaling5.log"
+  exit 0
+fi
+if [ "${1:-}" = small ]; then
+  # issue 24's interleaved bar on the small squares (the issue's example was 256^3): each
+  # library alone at 16 threads, 3 processes each, then interleaved (pause, back to back,
+  # spin cut)
+  {
+    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/threads.py --threads 16 \
+        --sizes 256,512 --rounds 9 --repeats 3 --libs "microkernel team,numpy,torch" --out "$OUT"
+  } 2>&1 | tee "$OUT/device_small.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then

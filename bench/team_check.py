@@ -1,8 +1,9 @@
 """The team's dynamic units checked at many threads on a real machine (issue 24): the
 default kernel's gemm() at 16 (or --threads) threads against the float64 reference on
 shapes with every remainder, strided, transposed and column-major views, each with the
-default units and with the old ones (parts=1, chunks=4), and the two results compared
-bit for bit (the units only change which thread computes which tile).
+default units (the flow of c_src/driver.c, mk_loops_flow), with the old ones (parts=1,
+chunks=4) and with fixed shares between barriers (chunks=0, mk_loops), and the results
+compared bit for bit (the units only change which thread computes which tile).
 
     python bench/team_check.py [--threads 16]
 
@@ -43,17 +44,18 @@ def main() -> int:
             # first panel (MK_C_ALIGN), and with it the rounding of the edge columns
             C = C0.copy(order="K")
             outs = []
-            for blk in (None, {"parts": 1, "chunks": 4}):
+            for blk in (None, {"parts": 1, "chunks": 4}, {"chunks": 0}):
                 np.copyto(C, C0)
                 mk.gemm(A, B, C, alpha=1.25, beta=-0.5, threads=args.threads, blocking=blk)
                 outs.append(C.copy())
             ref, bound = validate.reference(A, B, C0, 1.25, -0.5)
             ok, ratio, _, detail = validate.check(outs[0], ref, bound)
-            same = np.array_equal(outs[0], outs[1])
-            bad += (not ok) + (not same)
+            same = [np.array_equal(outs[0], o) for o in outs[1:]]
+            bad += (not ok) + (not all(same))
             print(f"{m}x{n}x{k} {view:12s} err/bound {ratio:.3g} "
-                  f"{'ok' if ok else 'FAIL ' + detail}; old units {'identical' if same else 'DIFFER'}",
-                  flush=True)
+                  f"{'ok' if ok else 'FAIL ' + detail}; old units "
+                  f"{'identical' if same[0] else 'DIFFER'}; fixed shares "
+                  f"{'identical' if same[1] else 'DIFFER'}", flush=True)
     print(f"{len(SHAPES) * 4} cases at {args.threads} threads ({mk.kernels()[0]}): {bad} failures")
     return 1 if bad else 0
 

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sched.h>
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -708,17 +709,82 @@ static inline int64_t mk_panel_width(int64_t jp, int64_t w0, int64_t nr, int64_t
     return w0 > 0 && jp == 0 ? w0 : mk_min(nr, nc - mk_panel_col(jp, w0, nr));
 }
 
+/* Panel jp of a KC x NC block of B (b: the block's first element; panel 0 w0 wide
+ * when w0 > 0) packed into dst: kc k-steps, padded to kcp with zeros for typed panels. */
+static inline void mk_pack_b_panel(int64_t jp, int64_t w0, int64_t nr, int64_t nc, int64_t kc,
+                                   int64_t kcp, const MK_SB *b, int64_t rs_b, int64_t cs_b,
+                                   MK_TB *dst)
+{
+    const int64_t j = mk_panel_col(jp, w0, nr);
+#if MK_TYPED
+    mk_pack_b(mk_panel_width(jp, w0, nr, nc), kc, kcp, b + j * cs_b, cs_b, rs_b, nr, dst);
+#else
+    (void)kcp;
+    mk_pack_block(mk_panel_width(jp, w0, nr, nc), kc, b + j * cs_b, cs_b, rs_b, nr, dst);
+#endif
+}
+
+/* The macro-kernel of one part of a block: mc rows of A (a: row ic, column pc) packed
+ * into a_pack, then the jr loop over the packed B panels u0..u1 (b_stride apart) and
+ * the ir loop over the MR panels of those rows, into C (c: row ic, column jc). */
+static inline void mk_macro(const mk_ukernel_desc *uk, int64_t mc, int64_t kc, int64_t kcp,
+                            MK_TC alpha, const MK_SA *a, int64_t rs_a, int64_t cs_a,
+                            const MK_TB *b_pack, int64_t b_stride, int64_t u0, int64_t u1,
+                            int64_t w0, int64_t nc, const MK_TC *beta_p, MK_TC *c,
+                            int64_t rs_c, int64_t cs_c, MK_TA *a_pack, MK_TC *edge)
+{
+    const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
+    const int64_t mpanels = (mc + mr - 1) / mr;
+#if MK_TYPED
+    mk_pack_a(mc, kc, kcp, a, rs_a, cs_a, mr, a_pack);
+#else
+    (void)kcp;
+    mk_pack_block(mc, kc, a, rs_a, cs_a, mr, a_pack);
+#endif
+    for (int64_t jp = u0; jp < u1; ++jp) {
+        const int64_t j = mk_panel_col(jp, w0, nr);
+        const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
+        /* the panel of the next jr step (after the part's last, its first: a guess at
+         * the next part), its bytes shared among this ir loop's calls */
+        const char *next_b = (const char *)(b_pack + (jp + 1 < u1 ? jp + 1 : u0) * b_stride);
+        const int64_t next_bytes = nr * kcp * (int64_t)sizeof(MK_TB);
+        (void)next_b; (void)next_bytes;
+        for (int64_t ip = 0; ip < mpanels; ++ip) {
+            const int64_t i = ip * mr;
+            MK_PREFETCH_B(next_b + next_bytes * ip / mpanels,
+                          next_bytes * (ip + 1) / mpanels - next_bytes * ip / mpanels);
+            mk_tile(uk, mk_min(mr, mc - i), ncur, kcp, &alpha, a_pack + i * kcp,
+                    b_pack + jp * b_stride, beta_p, c + i * rs_c + j * cs_c, rs_c, cs_c, edge);
+        }
+    }
+}
+
 /* Where a thread stands in a team (the shared-B decomposition below): thread t of nt,
  * at row ti of tm and column tj of tn of the team's grid over each C block. A lone
  * thread, or one running its own slice, is {0, 1, 0, 1, 0, 1}. */
 typedef struct {
     int t, nt, ti, tm, tj, tn;
-    int64_t *next;      /* dynamic units (see mk_loops): the team's unit counter, or NULL */
-    int64_t chunk;      /* ... the rows of one unit (a multiple of MR) */
-    int64_t parts;      /* ... and the parts each block's NR panels are split into (>= 1) */
 } mk_team_pos;
 
-static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0, 1};
+static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1};
+
+/* Columns of C before its first MK_C_ALIGN boundary (see MK_C_ALIGN), 0 if none or off:
+ * they form a narrow first panel (w0 wide) of the first NC block. */
+static int64_t mk_lead(const MK_TC *c, int64_t rs_c, int64_t cs_c, int64_t n, int64_t nr)
+{
+    int64_t lead = 0;
+#if MK_C_ALIGN > 0
+    if ((nr * 4) % MK_C_ALIGN == 0 && cs_c == 1 && (uintptr_t)c % 4 == 0
+        && (rs_c * 4) % MK_C_ALIGN == 0) {
+        lead = (int64_t)((MK_C_ALIGN - (uintptr_t)c % MK_C_ALIGN) % MK_C_ALIGN) / 4;
+        if (lead >= n)
+            lead = 0;
+    }
+#else
+    (void)c; (void)rs_c; (void)cs_c; (void)n; (void)nr;
+#endif
+    return lead;
+}
 
 /* The five loops of one GEMM, or of one thread's part of it.
  *
@@ -731,15 +797,8 @@ static const mk_team_pos mk_alone = {0, 1, 0, 1, 0, 1, NULL, 0, 1};
  * block is free before it is overwritten, and complete before it is read); then each
  * thread takes its rows (a contiguous range of MR panels, row ti of tm) and its
  * columns (a contiguous range of NR panels of the block, column tj of tn), packs its
- * own A blocks and runs the jr and ir loops on them. With dynamic units (tp->next: a
- * team of one column and blk->chunks > 0, the default) the rows are not fixed: after the
- * block is packed each thread takes the next unit from the team's counter until none is
- * left, so a thread on a slower (shared) core takes fewer and no thread waits at the
- * next barrier for a straggler's fixed share. A unit is a chunk of tp->chunk rows times
- * one of tp->parts parts of the block's NR panels (part-major: the team works through
- * one part of the B block, KC x NC/parts, before the next; each unit packs its own rows
- * of A), so that a unit can be small without shortening the ir loop that reuses each B
- * micro-panel. The units are the same on every run whoever takes them, so C is too.
+ * own A blocks and runs the jr and ir loops on them (fixed shares: blk->chunks = 0, or
+ * MICROKERNEL_TEAM_GRID=square; the default dynamic units are mk_loops_flow's).
  * In a team each B panel is MK_PACK_SLACK floats longer (b_stride), so that one
  * thread's packing overrun never lands in another's panel. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
@@ -753,23 +812,12 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
     const MK_TC one = 1;
     MK_THREAD_SETUP();
     const int team = tp->nt > 1;
-    /* lead: columns of C before its first MK_C_ALIGN boundary (see MK_C_ALIGN); they
-     * form a narrow first panel (w0 wide) of the first NC block */
-    int64_t lead = 0;
-#if MK_C_ALIGN > 0
-    if ((nr * 4) % MK_C_ALIGN == 0 && cs_c == 1 && (uintptr_t)c % 4 == 0
-        && (rs_c * 4) % MK_C_ALIGN == 0) {
-        lead = (int64_t)((MK_C_ALIGN - (uintptr_t)c % MK_C_ALIGN) % MK_C_ALIGN) / 4;
-        if (lead >= n)
-            lead = 0;
-    }
-#endif
+    const int64_t lead = mk_lead(c, rs_c, cs_c, n, nr);
     /* this thread's rows: MR panels [P*ti/tm, P*(ti+1)/tm) of the P of C */
     const int64_t P = (m + mr - 1) / mr;
     const int64_t r0 = mk_min(m, P * tp->ti / tp->tm * mr);
     const int64_t r1 = mk_min(m, P * (tp->ti + 1) / tp->tm * mr);
-    const int64_t mcb = tp->next ? tp->chunk
-        : team ? mk_balance(r1 - r0 > 0 ? r1 - r0 : 1, mc_blk, mr) : mc_blk;
+    const int64_t mcb = team ? mk_balance(r1 - r0 > 0 ? r1 - r0 : 1, mc_blk, mr) : mc_blk;
     for (int64_t jc = 0; jc < n;) {
         const int64_t w0 = jc == 0 ? lead : 0;
         const int64_t nc = mk_min(w0 + nc_blk, n - jc);
@@ -788,18 +836,9 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
             if (team) {
                 /* the team packs the block: thread t its share of the panels */
 #pragma omp barrier
-                for (int64_t jp = npanels * tp->t / tp->nt; jp < npanels * (tp->t + 1) / tp->nt; ++jp) {
-                    const int64_t j = mk_panel_col(jp, w0, nr);
-#if MK_TYPED
-                    mk_pack_b(mk_panel_width(jp, w0, nr, nc), kc, kcp, b + pc * rs_b + (jc + j) * cs_b,
-                              cs_b, rs_b, nr, b_pack + jp * b_stride);
-#else
-                    mk_pack_block(mk_panel_width(jp, w0, nr, nc), kc, b + pc * rs_b + (jc + j) * cs_b,
-                                  cs_b, rs_b, nr, b_pack + jp * b_stride);
-#endif
-                }
-                if (tp->next && tp->t == 0)
-                    *tp->next = 0;             /* every thread is past its last chunk */
+                for (int64_t jp = npanels * tp->t / tp->nt; jp < npanels * (tp->t + 1) / tp->nt; ++jp)
+                    mk_pack_b_panel(jp, w0, nr, nc, kc, kcp, b + pc * rs_b + jc * cs_b, rs_b, cs_b,
+                                    b_pack + jp * b_stride);
 #pragma omp barrier
             } else {
 #if MK_TYPED
@@ -814,53 +853,179 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                               b_pack + (w0 > 0 ? nr * kc : 0));
 #endif
             }
-            /* dynamic units: row chunks of mcb rows times `parts` parts of the panels */
-            const int64_t row_chunks = (m + mcb - 1) / mcb;
-            const int64_t parts = tp->next ? mk_min(tp->parts, npanels) : 1;
-            for (int64_t ic = tp->next ? -1 : r0;;) {
-                int64_t u0 = q0, u1 = q1;       /* this unit's NR panels */
-                if (tp->next) {                 /* dynamic units: the team's next one */
-                    const int64_t u = __atomic_fetch_add(tp->next, 1, __ATOMIC_RELAXED);
-                    if (u >= row_chunks * parts)
-                        break;
-                    const int64_t part = u / row_chunks;
-                    ic = u % row_chunks * mcb;
-                    u0 = npanels * part / parts;
-                    u1 = npanels * (part + 1) / parts;
-                } else if (ic >= r1) {
-                    break;
-                }
-                const int64_t mc = mk_min(mcb, (tp->next ? m : r1) - ic);
-                const int64_t mpanels = (mc + mr - 1) / mr;
-#if MK_TYPED
-                mk_pack_a(mc, kc, kcp, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
-#else
-                mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, a_pack);
-#endif
-                for (int64_t jp = u0; jp < u1; ++jp) {
-                    const int64_t j = mk_panel_col(jp, w0, nr);
-                    const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
-                    /* the panel of the next jr step (after the unit's last, its first:
-                     * a guess at the next unit), its bytes shared among this ir loop's
-                     * calls */
-                    const char *next_b = (const char *)(b_pack + (jp + 1 < u1 ? jp + 1 : u0) * b_stride);
-                    const int64_t next_bytes = nr * kcp * (int64_t)sizeof(MK_TB);
-                    (void)next_b; (void)next_bytes;
-                    for (int64_t ip = 0; ip < mpanels; ++ip) {
-                        const int64_t i = ip * mr;
-                        MK_PREFETCH_B(next_b + next_bytes * ip / mpanels,
-                                      next_bytes * (ip + 1) / mpanels - next_bytes * ip / mpanels);
-                        mk_tile(uk, mk_min(mr, mc - i), ncur, kcp, &alpha,
-                                a_pack + i * kcp, b_pack + jp * b_stride, beta_p,
-                                c + (ic + i) * rs_c + (jc + j) * cs_c, rs_c, cs_c, edge);
-                    }
-                }
-                if (!tp->next)
-                    ic += mcb;
-            }
+            for (int64_t ic = r0; ic < r1; ic += mcb)
+                mk_macro(uk, mk_min(mcb, r1 - ic), kc, kcp, alpha, a + ic * rs_a + pc * cs_a,
+                         rs_a, cs_a, b_pack, b_stride, q0, q1, w0, nc, beta_p,
+                         c + ic * rs_c + jc * cs_c, rs_c, cs_c, a_pack, edge);
         }
         jc += nc;
     }
+    MK_PREFETCH_B(NULL, 0);
+    MK_THREAD_TEARDOWN();
+}
+
+/* ---- the team's flow: dynamic units without a barrier per block ----------------------
+ *
+ * The default team (a grid of one column, blk->chunks > 0). Its work is a list of
+ * items that every thread takes from one counter, in order, until none is left:
+ *
+ *   the pieces of block 0's B;  then for each block t = 0, 1, ..., T - 1 (the KC x NC
+ *   blocks in the jc, pc order of the loops):  the pieces of block t + 1's B, then the
+ *   units of block t
+ *
+ * A piece is a share of a block's NR panels (packed into the block's buffer, one of
+ * MK_FLOW_BUFS in turn); a unit is a chunk of `chunk` rows (whole MR panels) times one
+ * of `parts` parts of the block's panels, taken part-major (the team works through
+ * one part of the B block, KC x NC/parts, before the next), whose macro-kernel packs
+ * its own rows of A (mk_macro). Each item waits, spinning, only for what it reads or
+ * overwrites, all of it in items taken earlier:
+ *   - a unit of block t for every piece of block t (its B panels), and for the same
+ *     unit of block t - 1 when t - 1 is the previous KC block of the same C columns
+ *     (the same C tiles, whose KC blocks must add up in order; no unit waits for the
+ *     previous NC block's);
+ *   - a piece of block t for every unit of block t - MK_FLOW_BUFS, the buffer's last
+ *     reader.
+ * So no thread waits at a barrier for the tail of a block: a thread without a unit of
+ * block t left goes on to the next block's pieces and units, and the next block's
+ * packing overlaps the last units of the one before. Before this (until 2026-12-04)
+ * the team packed each block between two barriers. The units and the order of the KC
+ * blocks on each C tile are the same on every run whoever takes them, so C is
+ * bit-identical from run to run. */
+#ifndef MK_FLOW_BUFS
+#define MK_FLOW_BUFS 3
+#endif
+#if MK_FLOW_BUFS < 2
+#error "MK_FLOW_BUFS: at least 2 B buffers (3 let a block's packing overlap the tail of the one before the last)"
+#endif
+
+/* Unit u of block t, when finished, writes t into done[t % MK_FLOW_RING][u] (-1
+ * before). The slot is next written by unit u of block t + MK_FLOW_RING, which runs
+ * only after every unit of block t + MK_FLOW_RING - MK_FLOW_BUFS has finished (its B
+ * pieces wait for them), the unit of block t + 1 that reads the slot among them. (A
+ * single slot per unit would not do: unit u of the previous NC block, which no unit
+ * waits for, could finish last and write an older block over a newer one.) */
+#define MK_FLOW_RING (MK_FLOW_BUFS + 1)
+
+typedef struct {
+    int64_t next;       /* the next item */
+    int64_t *packed;    /* [T] pieces of block t packed */
+    int64_t *finished;  /* [T] units of block t finished */
+    int64_t *done;      /* [MK_FLOW_RING][units] see above */
+    int64_t units;      /* the most units of a block */
+} mk_flow;
+
+/* Block t of the flow: its place (jc, nc, w0, pc, kc, kcp) and its item counts. */
+typedef struct {
+    int64_t jc, nc, w0, npanels, pc, kc, kcp, parts, units, pieces;
+} mk_flow_block;
+
+static mk_flow_block mk_flow_at(int64_t t, int64_t n, int64_t k, int64_t nc_blk, int64_t kc_blk,
+                                int64_t lead, int64_t nr, int64_t row_chunks, int64_t parts,
+                                int nt)
+{
+    mk_flow_block f;
+    const int64_t kb = (k + kc_blk - 1) / kc_blk, jb = t / kb;
+    const int64_t first = mk_min(lead + nc_blk, n);      /* the first NC block's columns */
+    f.jc = jb == 0 ? 0 : first + (jb - 1) * nc_blk;
+    f.w0 = jb == 0 ? lead : 0;
+    f.nc = jb == 0 ? first : mk_min(nc_blk, n - f.jc);
+    f.npanels = (f.w0 > 0) + (f.nc - f.w0 + nr - 1) / nr;
+    f.pc = t % kb * kc_blk;
+    f.kc = mk_min(kc_blk, k - f.pc);
+    f.kcp = mk_round_up(f.kc, MK_G);
+    f.parts = mk_min(parts, f.npanels);
+    f.units = row_chunks * f.parts;
+    f.pieces = mk_min(f.npanels, (int64_t)nt);
+    return f;
+}
+
+static int64_t mk_flow_blocks(int64_t n, int64_t k, int64_t nc_blk, int64_t kc_blk, int64_t lead)
+{
+    const int64_t first = mk_min(lead + nc_blk, n);
+    return (1 + (n - first + nc_blk - 1) / nc_blk) * ((k + kc_blk - 1) / kc_blk);
+}
+
+static void mk_flow_wait(const int64_t *p, int64_t v)
+{
+    for (unsigned spins = 0; __atomic_load_n(p, __ATOMIC_ACQUIRE) < v; ++spins) {
+        if (spins < 4096) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#elif defined(__aarch64__)
+            __asm__ volatile("yield");
+#endif
+        } else {
+            sched_yield();             /* its producer may be descheduled on our core */
+        }
+    }
+}
+
+static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
+                          int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
+                          const MK_SA *a, int64_t rs_a, int64_t cs_a,
+                          const MK_SB *b, int64_t rs_b, int64_t cs_b, MK_TC beta,
+                          MK_TC *c, int64_t rs_c, int64_t cs_c,
+                          MK_TA *a_pack, MK_TB *const b_bufs[MK_FLOW_BUFS], MK_TC *edge,
+                          int nt, int64_t chunk, int64_t parts, mk_flow *fl)
+{
+    const int64_t nr = MK_TILE_NR(uk);
+    const MK_TC one = 1;
+    MK_THREAD_SETUP();
+    const int64_t lead = mk_lead(c, rs_c, cs_c, n, nr);
+    const int64_t row_chunks = (m + chunk - 1) / chunk;
+    const int64_t T = mk_flow_blocks(n, k, nc_blk, kc_blk, lead);
+#define MK_FLOW_AT(t) mk_flow_at(t, n, k, nc_blk, kc_blk, lead, nr, row_chunks, parts, nt)
+    /* this thread's place in the list: segment t (-1: block 0's pieces) starts at item
+     * base; cur is block t, nxt block t + 1 (pieces 0 past the last block) */
+    int64_t t = -1, base = 0;
+    mk_flow_block cur = MK_FLOW_AT(0), nxt = cur;
+    int64_t seg = nxt.pieces;
+    for (;;) {
+        const int64_t item = __atomic_fetch_add(&fl->next, 1, __ATOMIC_RELAXED);
+        while (item >= base + seg && t < T) {      /* items only grow: move forward */
+            base += seg;
+            ++t;
+            if (t == T)
+                break;
+            cur = nxt;
+            if (t + 1 < T)
+                nxt = MK_FLOW_AT(t + 1);
+            else
+                nxt.pieces = 0;
+            seg = nxt.pieces + cur.units;
+        }
+        if (t == T)
+            break;
+        const int64_t off = item - base;
+        if (off < nxt.pieces) {                     /* a piece of block t + 1's B */
+            const int64_t tb = t + 1;
+            if (tb >= MK_FLOW_BUFS) {               /* the buffer's last reader is done */
+                const mk_flow_block old = MK_FLOW_AT(tb - MK_FLOW_BUFS);
+                mk_flow_wait(&fl->finished[tb - MK_FLOW_BUFS], old.units);
+            }
+            const int64_t b_stride = mk_round_up(nr * nxt.kcp + MK_PACK_SLACK, 16);
+            MK_TB *dst = b_bufs[tb % MK_FLOW_BUFS];
+            for (int64_t jp = nxt.npanels * off / nxt.pieces; jp < nxt.npanels * (off + 1) / nxt.pieces; ++jp)
+                mk_pack_b_panel(jp, nxt.w0, nr, nxt.nc, nxt.kc, nxt.kcp,
+                                b + nxt.pc * rs_b + nxt.jc * cs_b, rs_b, cs_b, dst + jp * b_stride);
+            __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);
+            continue;
+        }
+        /* a unit of block t */
+        const int64_t u = off - nxt.pieces;
+        mk_flow_wait(&fl->packed[t], cur.pieces);
+        if (cur.pc > 0)                             /* its C tiles' previous KC block */
+            mk_flow_wait(&fl->done[(t - 1) % MK_FLOW_RING * fl->units + u], t - 1);
+        const int64_t part = u / row_chunks, ic = u % row_chunks * chunk;
+        const int64_t b_stride = mk_round_up(nr * cur.kcp + MK_PACK_SLACK, 16);
+        mk_macro(uk, mk_min(chunk, m - ic), cur.kc, cur.kcp, alpha, a + ic * rs_a + cur.pc * cs_a,
+                 rs_a, cs_a, b_bufs[t % MK_FLOW_BUFS], b_stride, cur.npanels * part / cur.parts,
+                 cur.npanels * (part + 1) / cur.parts, cur.w0, cur.nc, cur.pc == 0 ? &beta : &one,
+                 c + ic * rs_c + cur.jc * cs_c, rs_c, cs_c, a_pack, edge);
+        __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
+        __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);
+    }
+#undef MK_FLOW_AT
     MK_PREFETCH_B(NULL, 0);
     MK_THREAD_TEARDOWN();
 }
@@ -1182,23 +1347,49 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
     }
 #endif
     if (nthreads > 1 && mk_threading(nthreads) == MK_TEAM) {
-        /* the shared-B team (mk_loops): one B block for all, A and the edge buffer
-         * per thread */
+        /* the shared-B team: B blocks for all (MK_FLOW_BUFS of them in turn for the
+         * flow of dynamic units, one for fixed shares), A and the edge buffer per thread */
         int tm, tn;
         mk_team_grid(nthreads, m, n, mr, nr, &tm, &tn);
+        const int64_t chunks = blk->chunks;  /* > 0: dynamic units; 0: fixed shares */
+        const int flow = chunks > 0 && tn == 1;
         const int64_t max_panels = (nc_blk + (MK_C_ALIGN > 0 ? nr : 0) + nr - 1) / nr + 1;
         const int64_t kcp_max = mk_round_up(kc_blk, MK_G);
         const size_t b_shared = (size_t)mk_round_up(
             max_panels * mk_round_up(nr * kcp_max + MK_PACK_SLACK, 16) * (int64_t)sizeof(MK_TB), 64);
+        const size_t b_total = b_shared * (flow ? MK_FLOW_BUFS : 1);
         const size_t a_bytes = (size_t)mk_round_up(
             (mc_blk * kcp_max + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
         const size_t edge_bytes = (size_t)mk_round_up(mr * nr * (int64_t)sizeof(MK_TC), 64);
         const size_t per_thread = a_bytes + edge_bytes;
-        char *ws = (char *)mk_ws_get(b_shared + per_thread * (size_t)nthreads);
+        char *ws = (char *)mk_ws_get(b_total + per_thread * (size_t)nthreads);
         if (!ws)
             return MK_ENOMEM;
-        const int64_t chunks = blk->chunks;  /* > 0: dynamic units; 0: fixed shares */
-        int64_t next_chunk = 0;            /* the dynamic units' counter, shared */
+        /* dynamic units: about `chunks` per thread, each whole MR panels of rows times
+         * one of `parts` parts of the block's columns; more units per thread than row
+         * panels, or more parts than a block has panels (mk_flow_at takes min(parts,
+         * its panels)), mean nothing (and would overflow the products below) */
+        const int64_t panels = (m + mr - 1) / mr;
+        const int64_t parts = mk_min(blk->parts, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
+        const int64_t ways = (int64_t)nthreads * mk_min(chunks > 0 ? chunks : 1, panels);
+        const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
+        mk_flow fl = {0, NULL, NULL, NULL, 0};
+        int64_t *counts = NULL;
+        if (flow) {
+            const int64_t T = mk_flow_blocks(n, k, nc_blk, kc_blk, mk_lead(c, rs_c, cs_c, n, nr));
+            fl.units = (m + chunk - 1) / chunk * parts;
+            counts = (int64_t *)calloc((size_t)(2 * T + MK_FLOW_RING * fl.units), sizeof *counts);
+            if (!counts)
+                return MK_ENOMEM;
+            fl.packed = counts;
+            fl.finished = counts + T;
+            fl.done = counts + 2 * T;
+            for (int64_t u = 0; u < MK_FLOW_RING * fl.units; ++u)
+                fl.done[u] = -1;
+        }
+        MK_TB *b_bufs[MK_FLOW_BUFS];
+        for (int i = 0; i < MK_FLOW_BUFS; ++i)
+            b_bufs[i] = (MK_TB *)(ws + b_shared * (size_t)(flow ? i : 0));
 #pragma omp parallel num_threads(nthreads)
         {
 #ifdef _OPENMP
@@ -1206,30 +1397,23 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
 #else
             const int t = 0, nt = 1;
 #endif
-            /* a team smaller than asked (OMP_THREAD_LIMIT, nesting) gets its own grid */
-            int gtm = tm, gtn = tn;
-            if (nt != nthreads)
-                mk_team_grid(nt, m, n, mr, nr, &gtm, &gtn);
-            /* dynamic units: about `chunks` per thread, each whole MR panels of rows
-             * times one of `parts` parts of the block's columns */
-            const int64_t panels = (m + mr - 1) / mr;
-            /* more units per thread than row panels, or more parts than a block has
-             * panels (mk_loops takes min(parts, its panels)), mean nothing (and would
-             * overflow the products below) */
-            const int64_t parts = mk_min(blk->parts,
-                                         (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
-            const int64_t ways = (int64_t)nt * (chunks > 0 ? mk_min(chunks, panels) : 1);
-            const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
-            const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn,
-                                    chunks > 0 && gtn == 1 && nt > 1 ? &next_chunk : NULL,
-                                    chunk, parts};   /* a team of one (OMP_THREAD_LIMIT=1)
-                                                        has no barriers to reset the
-                                                        counter */
-            char *mine = ws + b_shared + per_thread * (size_t)t;
-            mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
-                     beta, c, rs_c, cs_c, (MK_TA *)mine, (MK_TB *)ws,
-                     (MK_TC *)(mine + a_bytes), &tp);
+            char *mine = ws + b_total + per_thread * (size_t)t;
+            if (flow) {
+                mk_loops_flow(uk, m, n, k, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
+                              beta, c, rs_c, cs_c, (MK_TA *)mine, b_bufs,
+                              (MK_TC *)(mine + a_bytes), nt, chunk, parts, &fl);
+            } else {
+                /* a team smaller than asked (OMP_THREAD_LIMIT, nesting) gets its own grid */
+                int gtm = tm, gtn = tn;
+                if (nt != nthreads)
+                    mk_team_grid(nt, m, n, mr, nr, &gtm, &gtn);
+                const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn};
+                mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
+                         beta, c, rs_c, cs_c, (MK_TA *)mine, b_bufs[0], (MK_TC *)(mine + a_bytes),
+                         &tp);
+            }
         }
+        free(counts);
         return MK_OK;
     }
     /* Threads, the slice decomposition (BLIS's JC/IC ways): each thread takes a

@@ -43,7 +43,8 @@ import dataclasses
 import math
 
 __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
-           "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS"]
+           "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS",
+           "FLOW_BUFS"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
@@ -54,7 +55,7 @@ A_BLOCK_L1S = 2  # the packed A block (MC x KC) holds at most this many L1 data 
 #: Tile-register ISAs (AMX): bytes of one packed A row (KC x S_A) -- KC = 2048 bf16
 #: elements, 4096 int8 ones. See :func:`model_blocking` (``l2_panels``).
 L2_PANEL_ROW_BYTES = 4096
-#: A team's dynamic units (c_src/driver.c, mk_loops) per thread, taken from a shared
+#: A team's dynamic units (c_src/driver.c, mk_loops_flow) per thread, taken from a shared
 #: counter so that a thread on a slower core takes fewer. Measured on the 16-core
 #: Sapphire Rapids host (docs/design-notes.md, threads: 8 with TEAM_PARTS = 4, +11.8%
 #: at 16 threads over 4 chunks of whole rows). C mains: MK_TEAM_CHUNKS.
@@ -64,6 +65,9 @@ TEAM_CHUNKS = 8
 #: units get smaller without shortening the ir loop over each B micro-panel. C mains:
 #: MK_TEAM_PARTS.
 TEAM_PARTS = 4
+#: B blocks the team packs into in turn (c_src/driver.c, MK_FLOW_BUFS): a block's
+#: packing overlaps the last units of the block before it without a barrier.
+FLOW_BUFS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,8 +124,8 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     a B block (KC x (NC + NR)) and an edge tile, or, for a module whose driver takes
     the C-stationary loops (``c_stationary``: MK_C_STATIONARY, at one thread when K
     spans several KC blocks), the whole packed B (K x N), an A row block (MC x K) and
-    the tiles of one MC x NC block of C; each padded up to whole panels and K groups,
-    and a buffer of at least :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages."""
+    the tiles of one MC x NC block of C; a team of threads shares :data:`FLOW_BUFS` B
+    blocks; each padded up to whole panels and K groups, and a buffer of at least :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages."""
     sa, sb = panel_bytes(spec)
     def up(x, to):
         return -(-x // to) * to
@@ -131,10 +135,11 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     if c_stationary and threads == 1 and k > blk.kc:
         return pages(up(n, spec.nr) * kp * sb + up(blk.mc, spec.mr) * kp * sa
                      + up(blk.mc, spec.mr) * up(blk.nc, spec.nr) * 4 + 3 * 64 + 8 * 4)
-    per = (up(blk.mc, spec.mr) * up(blk.kc, 64) * sa + up(blk.kc, 64) * (blk.nc + spec.nr) * sb
-           + 2 * (spec.mr * spec.nr * 4 + 48 * 4))
-    # one buffer per thread (slices) or one for the team
-    return max(threads * pages(per), pages(threads * per))
+    b_block = up(blk.kc, 64) * (blk.nc + spec.nr) * sb
+    per = up(blk.mc, spec.mr) * up(blk.kc, 64) * sa + b_block + 2 * (spec.mr * spec.nr * 4 + 48 * 4)
+    # one buffer per thread (slices), or one for the team with its MK_FLOW_BUFS = 3 B
+    # blocks (the flow of dynamic units) and an A block per thread
+    return max(threads * pages(per), pages(threads * per + (FLOW_BUFS - 1) * b_block))
 
 
 def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,

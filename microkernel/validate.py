@@ -14,7 +14,8 @@ outside the view that changes is reported as an out-of-bounds write. Cases cover
 every M remainder 1..MR-1 and N remainder 1..NR-1, K in {0, 1, unroll-1, unroll+1,
 KC-1, KC, KC+1}, M = 0 / N = 0, alpha = 0 with NaN in A and B, beta = 0 with NaN in
 C, transposed and strided views, negative strides, unaligned and misaligned buffers,
-small blockings that exercise every loop of the driver, two threads, and the
+small blockings that exercise every loop of the driver, two and three threads (the
+slices and the team), and the
 matrix-vector paths (n == 1, m == 1) with short and long rows, on one and two threads.
 """
 from __future__ import annotations
@@ -155,6 +156,13 @@ def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False,
     add(Case("threads2", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=2))
     add(Case("threads2_small_blocking", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=2,
              blocking=small))
+    # three threads: the team's flow of dynamic units (c_src/driver.c, mk_loops_flow),
+    # over several NC and KC blocks, one case with the narrow first panel
+    add(Case("threads3_small_blocking", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=3,
+             blocking=small))
+    add(Case("C_u_rows_aligned_small_blocking_threads3", 5 * mr + 3,
+             rows_aligned(5 * nr + 7), 4 * small[0] + 3, beta=0.5, c_layout="u",
+             blocking=small, threads=3))
     if not quick:
         add(Case("medium", 131, 97, 300, alpha=0.75, beta=0.5))
     return cases

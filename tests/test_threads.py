@@ -119,3 +119,30 @@ def test_our_workers_spin_briefly_unless_the_user_chose():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**env, "OMP_WAIT_POLICY": "ACTIVE"})
     assert out.stdout.startswith("ACTIVE OMP_WAIT_POLICY=ACTIVE (set by the user)"), out.stdout
+
+
+def test_the_team_flow_adds_each_tiles_kc_blocks_in_order():
+    """The team's flow (c_src/driver.c, mk_loops_flow) lets a thread start the next KC
+    block's units while others finish the last block's, each unit waiting for the same
+    C tiles' previous KC block. Over many blocks (kc = 16, nc = 48: 114 of them) on more
+    threads than cores, 20 calls must give the float64 reference's answer and the same
+    bits every time (a unit that ran ahead of its C tiles' previous KC block would add
+    the KC blocks in another order, or race on the tiles)."""
+    import numpy as np
+    import microkernel as mk
+    from microkernel import validate
+    if os.environ.get("MICROKERNEL_THREADING", "team") != "team":
+        pytest.skip("MICROKERNEL_THREADING forces another decomposition")
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((200, 300)).astype(np.float32)
+    B = rng.standard_normal((300, 250)).astype(np.float32)
+    C0 = rng.standard_normal((200, 250)).astype(np.float32)
+    ref, bound = validate.reference(A, B, C0, 1.0, 0.5)
+    first = None
+    for _ in range(20):
+        C = C0.copy()
+        mk.gemm(A, B, C, beta=0.5, threads=7, blocking={"kc": 16, "mc": 24, "nc": 48})
+        assert validate.check(C, ref, bound)[0]
+        if first is None:
+            first = C
+        assert np.array_equal(C.view(np.uint32), first.view(np.uint32))
