@@ -60,6 +60,9 @@
 #   bash bench/device_cpu.sh scaling3  the same alone at 1, 4 and 16 threads, 3 processes each
 #   bash bench/device_cpu.sh scaling5  issue 24's scaling bar once more: bench/threads.py at 1 and
 #                                      16 threads, n = 4096, 5 processes per library in turn
+#   bash bench/device_cpu.sh flowtyped [REV] the catalogue of every typed and native kernel (its
+#                                      3-thread cases run the flow), typed and thread tests, AMX
+#                                      bf16 and AVX512-BF16 at 16 threads against REV's driver
 #   bash bench/device_cpu.sh small     issue 24: bench/threads.py at 16 threads on 256 and 512, alone
 #                                      (3 processes each) and interleaved
 #   bash bench/device_cpu.sh teamcheck bench/team_check.py at 16 threads (the team's units against
@@ -358,6 +361,24 @@ if [ "${1:-}" = scaling5 ]; then
     run python3 bench/threads.py --threads 1,16 --sizes 4096 --repeats 5 --interleaved 0 \
         --libs "microkernel team,numpy,torch" --out "$OUT"
   } 2>&1 | tee "$OUT/device_scaling5.log"
+  exit 0
+fi
+if [ "${1:-}" = flowtyped ]; then
+  # the flow with every typed tile: the edge catalogue (its 3-thread cases run the flow)
+  # of the typed tiles and of every native ISA's kernels, the typed and thread tests, then
+  # AMX bf16 and the AVX512-BF16 tile at 16 threads against revision ${2:-8a2f1fb}'s driver
+  rev=${2:-8a2f1fb}
+  typed=$(python3 -c "from microkernel import registry; print(' '.join(x.name for x in registry.DEVICE_TYPED))")
+  {
+    for t in $typed; do run mk validate --kernel $t; done
+    for isa in avx512 avx2 scalar; do MICROKERNEL_ISA=$isa run mk validate; done
+    run python3 -m pytest -q -p no:cacheprovider tests/test_types.py tests/test_x86_typed.py \
+        tests/test_threads.py
+    for t in amx_bf16_32x32 avx512bf16_8x32; do
+      run env OMP_NUM_THREADS=16 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
+          --kernel $t --threads 16 --sizes 2048,4096 --rounds 7 --json "$OUT/flow_${t}_16t.json"
+    done
+  } 2>&1 | tee "$OUT/device_flowtyped.log"
   exit 0
 fi
 if [ "${1:-}" = small ]; then
