@@ -759,6 +759,14 @@ static inline void mk_macro(const mk_ukernel_desc *uk, int64_t mc, int64_t kc, i
     }
 }
 
+/* Elements from one packed B panel of a team's shared block to the next: MK_PACK_SLACK
+ * floats more than the panel, so that one thread's packing overrun never lands in
+ * another's panel. */
+static inline int64_t mk_team_b_stride(int64_t nr, int64_t kcp)
+{
+    return mk_round_up(nr * kcp + MK_PACK_SLACK, 16);
+}
+
 /* Where a thread stands in a team (the shared-B decomposition below): thread t of nt,
  * at row ti of tm and column tj of tn of the team's grid over each C block. A lone
  * thread, or one running its own slice, is {0, 1, 0, 1, 0, 1}. */
@@ -832,7 +840,7 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
 #else
             const int64_t kcp = kc;
 #endif
-            const int64_t b_stride = team ? mk_round_up(nr * kcp + MK_PACK_SLACK, 16) : nr * kcp;
+            const int64_t b_stride = team ? mk_team_b_stride(nr, kcp) : nr * kcp;
             if (team) {
                 /* the team packs the block: thread t its share of the panels */
 #pragma omp barrier
@@ -912,11 +920,13 @@ typedef struct {
     int64_t *finished;  /* [T] units of block t finished */
     int64_t *done;      /* [MK_FLOW_RING][units] see above */
     int64_t units;      /* the most units of a block */
+    int64_t blocks;     /* T */
+    int64_t lead;       /* C's columns before its first MK_C_ALIGN boundary (mk_lead) */
 } mk_flow;
 
 /* Block t of the flow: its place (jc, nc, w0, pc, kc, kcp) and its item counts. */
 typedef struct {
-    int64_t jc, nc, w0, npanels, pc, kc, kcp, parts, units, pieces;
+    int64_t jc, nc, w0, npanels, pc, kc, kcp, b_stride, parts, units, pieces;
 } mk_flow_block;
 
 static mk_flow_block mk_flow_at(int64_t t, int64_t n, int64_t k, int64_t nc_blk, int64_t kc_blk,
@@ -933,6 +943,7 @@ static mk_flow_block mk_flow_at(int64_t t, int64_t n, int64_t k, int64_t nc_blk,
     f.pc = t % kb * kc_blk;
     f.kc = mk_min(kc_blk, k - f.pc);
     f.kcp = mk_round_up(f.kc, MK_G);
+    f.b_stride = mk_team_b_stride(nr, f.kcp);
     f.parts = mk_min(parts, f.npanels);
     f.units = row_chunks * f.parts;
     f.pieces = mk_min(f.npanels, (int64_t)nt);
@@ -971,10 +982,8 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
     const int64_t nr = MK_TILE_NR(uk);
     const MK_TC one = 1;
     MK_THREAD_SETUP();
-    const int64_t lead = mk_lead(c, rs_c, cs_c, n, nr);
-    const int64_t row_chunks = (m + chunk - 1) / chunk;
-    const int64_t T = mk_flow_blocks(n, k, nc_blk, kc_blk, lead);
-#define MK_FLOW_AT(t) mk_flow_at(t, n, k, nc_blk, kc_blk, lead, nr, row_chunks, parts, nt)
+    const int64_t row_chunks = (m + chunk - 1) / chunk, T = fl->blocks;
+#define MK_FLOW_AT(t) mk_flow_at(t, n, k, nc_blk, kc_blk, fl->lead, nr, row_chunks, parts, nt)
     /* this thread's place in the list: segment t (-1: block 0's pieces) starts at item
      * base; cur is block t, nxt block t + 1 (pieces 0 past the last block) */
     int64_t t = -1, base = 0;
@@ -1003,11 +1012,10 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
                 const mk_flow_block old = MK_FLOW_AT(tb - MK_FLOW_BUFS);
                 mk_flow_wait(&fl->finished[tb - MK_FLOW_BUFS], old.units);
             }
-            const int64_t b_stride = mk_round_up(nr * nxt.kcp + MK_PACK_SLACK, 16);
             MK_TB *dst = b_bufs[tb % MK_FLOW_BUFS];
             for (int64_t jp = nxt.npanels * off / nxt.pieces; jp < nxt.npanels * (off + 1) / nxt.pieces; ++jp)
                 mk_pack_b_panel(jp, nxt.w0, nr, nxt.nc, nxt.kc, nxt.kcp,
-                                b + nxt.pc * rs_b + nxt.jc * cs_b, rs_b, cs_b, dst + jp * b_stride);
+                                b + nxt.pc * rs_b + nxt.jc * cs_b, rs_b, cs_b, dst + jp * nxt.b_stride);
             __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);
             continue;
         }
@@ -1017,9 +1025,8 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         if (cur.pc > 0)                             /* its C tiles' previous KC block */
             mk_flow_wait(&fl->done[(t - 1) % MK_FLOW_RING * fl->units + u], t - 1);
         const int64_t part = u / row_chunks, ic = u % row_chunks * chunk;
-        const int64_t b_stride = mk_round_up(nr * cur.kcp + MK_PACK_SLACK, 16);
         mk_macro(uk, mk_min(chunk, m - ic), cur.kc, cur.kcp, alpha, a + ic * rs_a + cur.pc * cs_a,
-                 rs_a, cs_a, b_bufs[t % MK_FLOW_BUFS], b_stride, cur.npanels * part / cur.parts,
+                 rs_a, cs_a, b_bufs[t % MK_FLOW_BUFS], cur.b_stride, cur.npanels * part / cur.parts,
                  cur.npanels * (part + 1) / cur.parts, cur.w0, cur.nc, cur.pc == 0 ? &beta : &one,
                  c + ic * rs_c + cur.jc * cs_c, rs_c, cs_c, a_pack, edge);
         __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
@@ -1356,7 +1363,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         const int64_t max_panels = (nc_blk + (MK_C_ALIGN > 0 ? nr : 0) + nr - 1) / nr + 1;
         const int64_t kcp_max = mk_round_up(kc_blk, MK_G);
         const size_t b_shared = (size_t)mk_round_up(
-            max_panels * mk_round_up(nr * kcp_max + MK_PACK_SLACK, 16) * (int64_t)sizeof(MK_TB), 64);
+            max_panels * mk_team_b_stride(nr, kcp_max) * (int64_t)sizeof(MK_TB), 64);
         const size_t b_total = b_shared * (flow ? MK_FLOW_BUFS : 1);
         const size_t a_bytes = (size_t)mk_round_up(
             (mc_blk * kcp_max + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
@@ -1373,10 +1380,12 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         const int64_t parts = mk_min(blk->parts, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
         const int64_t ways = (int64_t)nthreads * mk_min(chunks > 0 ? chunks : 1, panels);
         const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
-        mk_flow fl = {0, NULL, NULL, NULL, 0};
+        mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0};
         int64_t *counts = NULL;
         if (flow) {
-            const int64_t T = mk_flow_blocks(n, k, nc_blk, kc_blk, mk_lead(c, rs_c, cs_c, n, nr));
+            fl.lead = mk_lead(c, rs_c, cs_c, n, nr);
+            fl.blocks = mk_flow_blocks(n, k, nc_blk, kc_blk, fl.lead);
+            const int64_t T = fl.blocks;
             fl.units = (m + chunk - 1) / chunk * parts;
             counts = (int64_t *)calloc((size_t)(2 * T + MK_FLOW_RING * fl.units), sizeof *counts);
             if (!counts)
