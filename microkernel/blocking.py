@@ -125,7 +125,8 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     the C-stationary loops (``c_stationary``: MK_C_STATIONARY, at one thread when K
     spans several KC blocks), the whole packed B (K x N), an A row block (MC x K) and
     the tiles of one MC x NC block of C; a team of threads shares :data:`FLOW_BUFS` B
-    blocks; each padded up to whole panels and K groups, and a buffer of at least :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages."""
+    blocks; each padded up to whole panels and K groups, and a buffer of at least
+    :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages."""
     sa, sb = panel_bytes(spec)
     def up(x, to):
         return -(-x // to) * to

@@ -15,8 +15,8 @@ every M remainder 1..MR-1 and N remainder 1..NR-1, K in {0, 1, unroll-1, unroll+
 KC-1, KC, KC+1}, M = 0 / N = 0, alpha = 0 with NaN in A and B, beta = 0 with NaN in
 C, transposed and strided views, negative strides, unaligned and misaligned buffers,
 small blockings that exercise every loop of the driver, two and three threads (the
-slices and the team), and the
-matrix-vector paths (n == 1, m == 1) with short and long rows, on one and two threads.
+slices and the team), and the matrix-vector paths (n == 1, m == 1) with short and long
+rows, on one and two threads.
 """
 from __future__ import annotations
 
