@@ -65,6 +65,11 @@
 #                                      bf16 and AVX512-BF16 at 16 threads against REV's driver
 #   bash bench/device_cpu.sh small     issue 24: bench/threads.py at 16 threads on 256 and 512, alone
 #                                      (3 processes each) and interleaved
+#   bash bench/device_cpu.sh pool      issue 24: the flow on the pool's own threads (c_src/mk_pool.h):
+#                                      team_check and the thread tests at 16 threads, then
+#                                      raced against the same module without the pool
+#                                      (MK_NO_POOL: OpenMP's team) beside numpy and PyTorch,
+#                                      back to back and paused, 256-4096
 #   bash bench/device_cpu.sh teamcheck bench/team_check.py at 16 threads (the team's units against
 #                                      the float64 reference, and against the old units bit
 #                                      for bit), tests/test_threads.py and test_blocking.py
@@ -389,6 +394,20 @@ if [ "${1:-}" = small ]; then
     run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/threads.py --threads 16 \
         --sizes 256,512 --rounds 9 --repeats 3 --libs "microkernel team,numpy,torch" --out "$OUT"
   } 2>&1 | tee "$OUT/device_small.log"
+  exit 0
+fi
+if [ "${1:-}" = pool ]; then
+  # issue 24: the flow on the pool's threads against OpenMP's team, in the same rounds
+  # as numpy and PyTorch (16 threads each): back to back (their workers still spinning)
+  # and with a 0.3 s pause, on the small squares of the interleaving bar and 1024-4096
+  k=$(f32)
+  variant MK_NO_POOL nopool $k
+  {
+    run python3 bench/team_check.py --threads 16
+    run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py
+    race16 pool_b2b.json 256,512,1024,2048,4096 9 0 "$k;$k@.amxvar/nopool_$k.c"
+    race16 pool_pause.json 256,512,1024,2048,4096 9 0.3 "$k;$k@.amxvar/nopool_$k.c"
+  } 2>&1 | tee "$OUT/device_pool.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then

@@ -41,6 +41,7 @@
 #include <omp.h>
 #endif
 #include "mk_ukernel.h"
+#include "mk_pool.h"
 
 enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 
@@ -1037,6 +1038,38 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
     MK_THREAD_TEARDOWN();
 }
 
+/* The flow's arguments, for the pool's threads (mk_pool_run): slot s takes the s-th
+ * per-thread share of the workspace after the B buffers (its A block, its edge tile). */
+typedef struct {
+    const mk_ukernel_desc *uk;
+    int64_t m, n, k, nc_blk, kc_blk;
+    MK_TC alpha;
+    const MK_SA *a;
+    int64_t rs_a, cs_a;
+    const MK_SB *b;
+    int64_t rs_b, cs_b;
+    MK_TC beta;
+    MK_TC *c;
+    int64_t rs_c, cs_c;
+    char *per_ws;
+    size_t per_thread, a_bytes;
+    MK_TB *const *b_bufs;
+    int nt;
+    int64_t chunk, parts;
+    mk_flow *fl;
+} mk_flow_job;
+
+#if MK_HAVE_POOL
+static void mk_flow_job_run(void *arg, int slot)
+{
+    const mk_flow_job *j = (const mk_flow_job *)arg;
+    char *mine = j->per_ws + j->per_thread * (size_t)slot;
+    mk_loops_flow(j->uk, j->m, j->n, j->k, j->nc_blk, j->kc_blk, j->alpha, j->a, j->rs_a, j->cs_a,
+                  j->b, j->rs_b, j->cs_b, j->beta, j->c, j->rs_c, j->cs_c, (MK_TA *)mine, j->b_bufs,
+                  (MK_TC *)(mine + j->a_bytes), j->nt, j->chunk, j->parts, j->fl);
+}
+#endif
+
 #ifdef MK_C_STATIONARY
 /* ---- C-stationary loops (one thread; a module that defines MK_C_STATIONARY) --------
  *
@@ -1399,6 +1432,16 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         MK_TB *b_bufs[MK_FLOW_BUFS];
         for (int i = 0; i < MK_FLOW_BUFS; ++i)
             b_bufs[i] = (MK_TB *)(ws + b_shared * (size_t)(flow ? i : 0));
+        int pooled = -1;
+#if MK_HAVE_POOL
+        if (flow) {                 /* the flow on our own threads (mk_pool.h says why) */
+            const mk_flow_job job = {uk, m, n, k, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b,
+                                     cs_b, beta, c, rs_c, cs_c, ws + b_total, per_thread,
+                                     a_bytes, b_bufs, nthreads, chunk, parts, &fl};
+            pooled = mk_pool_run(mk_flow_job_run, (void *)&job, nthreads);
+        }
+#endif
+        if (pooled != 0)            /* -1: OpenMP's team (the pool is off, busy or absent) */
 #pragma omp parallel num_threads(nthreads)
         {
 #ifdef _OPENMP

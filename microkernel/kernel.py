@@ -235,7 +235,7 @@ def _build_args(spec: TileSpec, ukernel_source: str | None = None,
         cflags=COMMON_CFLAGS + spec.cflags, include_dirs=(str(src_dir),),
         ldflags=("-fopenmp",),
         depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h",
-                 src_dir / "mk_convert.h"])
+                 src_dir / "mk_convert.h", src_dir / "mk_pool.h"])
 
 
 def compile_only(spec: TileSpec):

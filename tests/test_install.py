@@ -48,7 +48,7 @@ def test_the_installed_package_is_used_and_carries_its_sources(installed):
     assert res.returncode == 0, res.stderr
     pkg, c_src = res.stdout.split()
     assert pkg.startswith(str(target)) and c_src == str(target / "microkernel" / "_c_src")
-    for f in ("driver.c", "timing.c", "mk_ukernel.h", "probe.c", "harness.c",
+    for f in ("driver.c", "timing.c", "mk_ukernel.h", "mk_pool.h", "probe.c", "harness.c",
               "ukernels/mk_kernels.inc", "template/ukernel_template.c"):
         assert (target / "microkernel" / "_c_src" / f).is_file(), f
     assert (target / "microkernel" / "data" / "deepbench_inference_device.csv").is_file()

@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent("""
 @pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1",
                                   "team parts=1 chunks=4", "team parts=3",
                                   "team parts=9 chunks=1", "team square", "team limit=1",
-                                  "slices"])
+                                  "team pool=0", "slices"])
 def test_each_thread_decomposition_is_correct(mode, tmp_path):
     # "team": the default dynamic units (from a counter, 8 per thread, each a chunk of rows
     # times a quarter of the block's panels: 48 columns, 2 panels of 24 or 10 of 5, so
@@ -63,7 +63,8 @@ def test_each_thread_decomposition_is_correct(mode, tmp_path):
     # "parts=1 chunks=4": units of whole rows (the team before 2026-12-04); "parts=3":
     # thirds of the panels; "parts=9 chunks=1": more parts than a block has panels; "team
     # square": the grid of MICROKERNEL_TEAM_GRID=square; "team limit=1": OMP_THREAD_LIMIT=1
-    # gives the team one thread whatever is asked
+    # gives the team one thread whatever is asked; "team pool=0": the flow on OpenMP's
+    # team instead of the pool's threads (MICROKERNEL_POOL=0, c_src/mk_pool.h)
     words = dict(w.split("=") for w in mode.split()[1:] if "=" in w)
     env = {**os.environ, "MICROKERNEL_THREADING": mode.split()[0],
            "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows",
@@ -71,6 +72,8 @@ def test_each_thread_decomposition_is_correct(mode, tmp_path):
            "PARTS": words.get("parts", "4")}
     if mode.endswith("limit=1"):
         env["OMP_THREAD_LIMIT"] = "1"
+    if "pool" in words:
+        env["MICROKERNEL_POOL"] = words["pool"]
     res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                          env=env, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -146,3 +149,47 @@ def test_the_team_flow_adds_each_tiles_kc_blocks_in_order():
         if first is None:
             first = C
         assert np.array_equal(C.view(np.uint32), first.view(np.uint32))
+
+
+POOL_SCRIPT = textwrap.dedent("""
+    import json, os, sys, threading, numpy as np, microkernel as mk
+    from microkernel import validate
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((190, 300)).astype(np.float32)
+    B = rng.standard_normal((300, 170)).astype(np.float32)
+    ref, bound = validate.reference(A, B, np.zeros((190, 170), np.float32), 1.0, 0.0)
+    bad = []
+    def calls(tag):
+        for i in range(25):
+            C = np.full((190, 170), np.nan, np.float32)
+            mk.gemm(A, B, C, threads=3, blocking={"kc": 32, "nc": 48})
+            if not validate.check(C, ref, bound)[0]:
+                bad.append([tag, i])
+    ts = [threading.Thread(target=calls, args=(t,)) for t in ("a", "b")]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    pid = os.fork()
+    if pid == 0:                     # the child: one thread, its parent's pool not copied
+        C = np.full((190, 170), np.nan, np.float32)
+        mk.gemm(A, B, C, threads=3, blocking={"kc": 32, "nc": 48})
+        ok = validate.check(C, ref, bound)[0] and len(os.listdir("/proc/self/task")) >= 3
+        os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    print("RESULT " + json.dumps([bad, os.waitstatus_to_exitcode(status)]))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the pool is Linux's (futex)")
+def test_the_flows_pool_serves_two_callers_at_once_and_a_forked_child():
+    """The flow's own threads (c_src/mk_pool.h) take one call at a time: two Python
+    threads calling gemm() at once (cffi drops the GIL) both get the reference's answer,
+    one of them through OpenMP's team while the other has the pool. A child forked
+    after the pool has workers has none of them: its first call must make its own (the
+    child's thread count grows to the team's) and finish with the right answer."""
+    env = {k: v for k, v in os.environ.items() if k != "MICROKERNEL_POOL"}
+    env["MICROKERNEL_THREADING"] = "team"
+    res = subprocess.run([sys.executable, "-c", POOL_SCRIPT], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    assert json.loads(line[len("RESULT "):]) == [[], 0]

@@ -43,7 +43,7 @@ def emulated(name: str, source_edit=None) -> kernel.Kernel:
         cflags=kernel.COMMON_CFLAGS, include_dirs=(str(EMUL), str(c_src)),
         ldflags=("-fopenmp",),
         depends=[c_src / "driver.c", c_src / "timing.c", c_src / "mk_ukernel.h",
-                 c_src / "mk_convert.h", EMUL / "immintrin.h"])
+                 c_src / "mk_convert.h", c_src / "mk_pool.h", EMUL / "immintrin.h"])
     return kernel.Kernel(spec, mod)
 
 
