@@ -1250,6 +1250,55 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
  * once); the default is the team from 3 threads on (docs/design-notes.md, threads). */
 enum { MK_SLICES = 0, MK_TEAM = 1 };
 
+/* The slice decomposition's call: slice i of `slices` is units [units * i / slices,
+ * units * (i + 1) / slices) of whole NR panels of N (split_n) or MR panels of M. */
+typedef struct {
+    const mk_ukernel_desc *uk;
+    int64_t m, n, k, mc_blk, nc_blk, kc_blk;
+    MK_TC alpha;
+    const MK_SA *a;
+    int64_t rs_a, cs_a;
+    const MK_SB *b;
+    int64_t rs_b, cs_b;
+    MK_TC beta;
+    MK_TC *c;
+    int64_t rs_c, cs_c;
+    char *ws;                       /* per thread: its A block, B block, edge tile */
+    size_t per_thread, a_bytes, b_bytes;
+    int64_t units, slices, next;    /* next: the next slice to take */
+    int split_n;
+} mk_slices_job;
+
+/* Take slices from the job's counter until none is left, each run by the serial loops
+ * on the buffers of `slot` (an OpenMP thread number or the pool's slot). Any subset of
+ * the threads finishes them (the pool returns when those that joined have left), and
+ * each slice's C is the same whoever takes it. */
+static void mk_slices_take(void *arg, int slot)
+{
+    mk_slices_job *j = (mk_slices_job *)arg;
+    const int64_t mr = MK_TILE_MR(j->uk), nr = MK_TILE_NR(j->uk);
+    char *mine = j->ws + j->per_thread * (size_t)slot;
+    MK_TA *a_pack = (MK_TA *)mine;
+    MK_TB *b_pack = (MK_TB *)(mine + j->a_bytes);
+    MK_TC *edge = (MK_TC *)(mine + j->a_bytes + j->b_bytes);
+    for (int64_t i; (i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->slices;) {
+        const int64_t lo = j->units * i / j->slices, hi = j->units * (i + 1) / j->slices;
+        if (j->split_n) {
+            const int64_t j0 = lo * nr, j1 = mk_min(j->n, hi * nr);
+            if (j1 > j0)
+                mk_loops(j->uk, j->m, j1 - j0, j->k, j->mc_blk, j->nc_blk, j->kc_blk, j->alpha,
+                         j->a, j->rs_a, j->cs_a, j->b + j0 * j->cs_b, j->rs_b, j->cs_b, j->beta,
+                         j->c + j0 * j->cs_c, j->rs_c, j->cs_c, a_pack, b_pack, edge, &mk_alone);
+        } else {
+            const int64_t i0 = lo * mr, i1 = mk_min(j->m, hi * mr);
+            if (i1 > i0)
+                mk_loops(j->uk, i1 - i0, j->n, j->k, j->mc_blk, j->nc_blk, j->kc_blk, j->alpha,
+                         j->a + i0 * j->rs_a, j->rs_a, j->cs_a, j->b, j->rs_b, j->cs_b, j->beta,
+                         j->c + i0 * j->rs_c, j->rs_c, j->cs_c, a_pack, b_pack, edge, &mk_alone);
+        }
+    }
+}
+
 static int mk_threading(int nthreads)
 {
     static int forced = -2;            /* -2: not read yet; -1: automatic */
@@ -1468,10 +1517,12 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         free(counts);
         return MK_OK;
     }
-    /* Threads, the slice decomposition (BLIS's JC/IC ways): each thread takes a
-     * contiguous slice of N (in whole NR panels), or of M when N is too narrow, and
-     * runs the serial loops on it with its own packing buffers: no barrier inside the
-     * GEMM, so a thread descheduled on a shared machine delays only its own slice. */
+    /* Threads, the slice decomposition (BLIS's JC/IC ways): one contiguous slice of N
+     * (in whole NR panels), or of M when N is too narrow, per thread, each run by the
+     * serial loops with its own packing buffers: no barrier inside the GEMM. The slices
+     * are taken from a counter (mk_slices_take) on the pool's threads (mk_pool.h), so a
+     * thread that another runtime's spinner keeps off its core holds no slice: the
+     * threads that did join take its slice. */
     int split_n = 1;
     int64_t units = (n + nr - 1) / nr;
     if (units < nthreads && (m + mr - 1) / mr > units) {
@@ -1492,27 +1543,21 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
     if (!ws)
         return MK_ENOMEM;
 
+    mk_slices_job job = {uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
+                         beta, c, rs_c, cs_c, ws, per_thread, a_bytes, b_bytes, units, nthreads,
+                         0, split_n};
+    int pooled = -1;
+#if MK_HAVE_POOL
+    pooled = mk_pool_run(mk_slices_take, (void *)&job, nthreads);  /* -1 for one thread */
+#endif
+    if (pooled != 0)
 #pragma omp parallel num_threads(nthreads) if (nthreads > 1)
     {
-        int64_t lo, hi;
-        const int t = mk_my_share(units, &lo, &hi);
-        char *mine = ws + per_thread * (size_t)t;
-        MK_TA *a_pack = (MK_TA *)mine;
-        MK_TB *b_pack = (MK_TB *)(mine + a_bytes);
-        MK_TC *edge = (MK_TC *)(mine + a_bytes + b_bytes);
-        if (split_n) {
-            const int64_t j0 = lo * nr, j1 = mk_min(n, hi * nr);
-            if (j1 > j0)
-                mk_loops(uk, m, j1 - j0, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a,
-                         b + j0 * cs_b, rs_b, cs_b, beta, c + j0 * cs_c, rs_c, cs_c,
-                         a_pack, b_pack, edge, &mk_alone);
-        } else {
-            const int64_t i0 = lo * mr, i1 = mk_min(m, hi * mr);
-            if (i1 > i0)
-                mk_loops(uk, i1 - i0, n, k, mc_blk, nc_blk, kc_blk, alpha, a + i0 * rs_a, rs_a,
-                         cs_a, b, rs_b, cs_b, beta, c + i0 * rs_c, rs_c, cs_c,
-                         a_pack, b_pack, edge, &mk_alone);
-        }
+#ifdef _OPENMP
+        mk_slices_take(&job, omp_get_thread_num());
+#else
+        mk_slices_take(&job, 0);
+#endif
     }
     return MK_OK;
 }

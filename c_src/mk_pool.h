@@ -25,15 +25,23 @@
  * CAS succeeds only on an open state of the gen it read them under, so a worker never
  * runs a job with another job's fields.
  *
- * An idle worker spins MK_POOL_SPIN_US microseconds (a back-to-back call finds it
- * awake), then sleeps on the futex word; after MK_POOL_IDLE_S seconds asleep it exits
- * (a process that loads many kernel modules keeps no threads for those it stopped
- * using). Workers block all signals. A forked child starts with no workers.
+ * A worker that took part in the last job spins MK_POOL_SPIN_US microseconds after it
+ * (a back-to-back call finds it awake; one that found no free slot does not spin),
+ * then sleeps on the futex word; after MK_POOL_IDLE_S seconds asleep it exits (a
+ * process that loads many kernel modules keeps no threads for those it stopped using;
+ * the worker count has its own mutex, so an exit never turns a caller away). Workers
+ * block the asynchronous signals (a fault in one still reaches its handler: ASan's,
+ * faulthandler's). A forked child starts with no workers and a free pool
+ * (pthread_atfork).
  * Linux only (futex(2)); elsewhere, or in a module that defines MK_NO_POOL, the driver
  * runs the flow on OpenMP's team as before 2026-12-04, and so it does in a process
  * started with $MICROKERNEL_POOL=0 (read once). */
 #if defined(__linux__) && !defined(MK_NO_POOL)
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -54,16 +62,17 @@
 typedef void (*mk_pool_fn)(void *arg, int slot);
 
 static struct {
-    pthread_mutex_t lock;   /* the caller's for a whole job; a worker's to exit */
-    pid_t pid;              /* the process the workers belong to */
-    int workers;            /* alive (under lock) */
+    pthread_mutex_t lock;   /* the caller's, for a whole job */
+    pthread_mutex_t count;  /* guards workers */
+    int workers;            /* alive */
     uint32_t gen;           /* futex word: the latest job's generation */
     uint32_t sleepers;      /* workers in futex_wait or about to be */
     uint64_t state;         /* gen << 32 | MK_POOL_CLOSED | inside << 16 | joined */
     mk_pool_fn fn;          /* the job (atomics: read by workers, see above) */
     void *arg;
     int slots;
-} mk_pool = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, MK_POOL_CLOSED, NULL, NULL, 0};
+} mk_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, MK_POOL_CLOSED,
+             NULL, NULL, 0};
 
 static double mk_pool_now(void)
 {
@@ -81,34 +90,36 @@ static void mk_pool_pause(void)
 #endif
 }
 
-/* Join job gen if it is open with a free slot: run it, leave. */
-static void mk_pool_join(uint32_t gen)
+/* Join job gen if it is open with a free slot: run it, leave. Returns whether it ran.
+ * fn and arg are read after the CAS: while this worker is inside, the job stays. */
+static int mk_pool_join(uint32_t gen)
 {
     uint64_t s = __atomic_load_n(&mk_pool.state, __ATOMIC_ACQUIRE);
     for (;;) {
-        if ((uint32_t)(s >> 32) != gen || (s & MK_POOL_CLOSED))
-            return;
-        const mk_pool_fn fn = __atomic_load_n(&mk_pool.fn, __ATOMIC_RELAXED);
-        void *const arg = __atomic_load_n(&mk_pool.arg, __ATOMIC_RELAXED);
-        const int slots = __atomic_load_n(&mk_pool.slots, __ATOMIC_RELAXED);
-        if (MK_POOL_JOINED(s) >= slots)
-            return;
+        if ((uint32_t)(s >> 32) != gen || (s & MK_POOL_CLOSED) ||
+            MK_POOL_JOINED(s) >= __atomic_load_n(&mk_pool.slots, __ATOMIC_RELAXED))
+            return 0;
         if (__atomic_compare_exchange_n(&mk_pool.state, &s, s + MK_POOL_IN + 1, 0,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE)) {
-            fn(arg, MK_POOL_JOINED(s) + 1);
-            __atomic_fetch_sub(&mk_pool.state, MK_POOL_IN, __ATOMIC_RELEASE);
-            return;
-        }
+                                        __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+            break;
     }
+    const int slot = MK_POOL_JOINED(s) + 1;
+    const int ok = slot <= __atomic_load_n(&mk_pool.slots, __ATOMIC_RELAXED);
+    if (ok)
+        __atomic_load_n(&mk_pool.fn, __ATOMIC_RELAXED)(
+            __atomic_load_n(&mk_pool.arg, __ATOMIC_RELAXED), slot);
+    __atomic_fetch_sub(&mk_pool.state, MK_POOL_IN, __ATOMIC_RELEASE);
+    return ok;
 }
 
 static void *mk_pool_worker(void *start)
 {
     uint32_t seen = (uint32_t)(uintptr_t)start;      /* gen when this worker was made */
+    int spin = 0;                                    /* took part in the last job */
     for (;;) {
         uint32_t gen = __atomic_load_n(&mk_pool.gen, __ATOMIC_ACQUIRE);
         const double until = mk_pool_now() + 1e-6 * MK_POOL_SPIN_US;
-        for (unsigned i = 1; gen == seen; ++i) {
+        for (unsigned i = 1; spin && gen == seen; ++i) {
             mk_pool_pause();
             gen = __atomic_load_n(&mk_pool.gen, __ATOMIC_ACQUIRE);
             if (gen == seen && i % 64 == 0 && mk_pool_now() > until)
@@ -120,58 +131,75 @@ static void *mk_pool_worker(void *start)
             const long r = syscall(SYS_futex, &mk_pool.gen, MK_FUTEX_WAIT_PRIVATE, seen, &idle,
                                    NULL, 0);
             __atomic_fetch_sub(&mk_pool.sleepers, 1, __ATOMIC_SEQ_CST);
-            gen = __atomic_load_n(&mk_pool.gen, __ATOMIC_ACQUIRE);
-            if (r != 0 && gen == seen && pthread_mutex_trylock(&mk_pool.lock) == 0) {
-                /* idle MK_POOL_IDLE_S: exit, unless a job came meanwhile */
-                const int stay = __atomic_load_n(&mk_pool.gen, __ATOMIC_ACQUIRE) != seen;
-                if (!stay)
-                    --mk_pool.workers;
-                pthread_mutex_unlock(&mk_pool.lock);
-                if (!stay)
-                    return NULL;
+            spin = 0;
+            if (r != 0 && __atomic_load_n(&mk_pool.gen, __ATOMIC_ACQUIRE) == seen) {
+                /* idle MK_POOL_IDLE_S: exit (a job published meanwhile runs without it) */
+                pthread_mutex_lock(&mk_pool.count);
+                --mk_pool.workers;
+                pthread_mutex_unlock(&mk_pool.count);
+                return NULL;
             }
             continue;
         }
         seen = gen;
-        mk_pool_join(gen);
+        spin = mk_pool_join(gen);
     }
 }
 
-/* Make workers (under the lock) until there are `want`; returns how many there are. */
+/* A forked child has none of the parent's workers, and a lock held by another of the
+ * parent's threads would stay held. */
+static void mk_pool_atfork_child(void)
+{
+    pthread_mutex_init(&mk_pool.lock, NULL);
+    pthread_mutex_init(&mk_pool.count, NULL);
+    mk_pool.workers = 0;
+    mk_pool.sleepers = 0;
+    mk_pool.state = MK_POOL_CLOSED | (uint64_t)mk_pool.gen << 32;
+}
+
+static void mk_pool_once(void) { pthread_atfork(NULL, NULL, mk_pool_atfork_child); }
+
+/* Make workers until there are `want`; returns how many there are. */
 static int mk_pool_grow(int want)
 {
-    if (mk_pool.pid != getpid()) {                   /* a forked child: none of them */
-        mk_pool.pid = getpid();
-        mk_pool.workers = 0;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, mk_pool_once);
+    pthread_mutex_lock(&mk_pool.count);
+    if (mk_pool.workers < want) {
+        pthread_attr_t attr;
+        sigset_t block, old;
+        if (pthread_attr_init(&attr) == 0) {
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            sigfillset(&block);              /* the asynchronous signals only */
+            const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT};
+            for (size_t i = 0; i < sizeof faults / sizeof *faults; ++i)
+                sigdelset(&block, faults[i]);
+            pthread_sigmask(SIG_SETMASK, &block, &old);
+            while (mk_pool.workers < want) {
+                pthread_t th;
+                if (pthread_create(&th, &attr, mk_pool_worker, (void *)(uintptr_t)mk_pool.gen) != 0)
+                    break;
+                ++mk_pool.workers;
+            }
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            pthread_attr_destroy(&attr);
+        }
     }
-    if (mk_pool.workers >= want)
-        return mk_pool.workers;
-    pthread_attr_t attr;
-    sigset_t all, old;
-    if (pthread_attr_init(&attr) != 0)
-        return mk_pool.workers;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    while (mk_pool.workers < want) {
-        pthread_t th;
-        if (pthread_create(&th, &attr, mk_pool_worker, (void *)(uintptr_t)mk_pool.gen) != 0)
-            break;
-        ++mk_pool.workers;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    return mk_pool.workers;
+    const int have = mk_pool.workers;
+    pthread_mutex_unlock(&mk_pool.count);
+    return have;
 }
 
 static int mk_pool_enabled(void)
 {
-    static int on = -1;
-    if (on < 0) {
+    static int on = -1;                              /* -1: not read yet */
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
         const char *e = getenv("MICROKERNEL_POOL");
-        on = !(e && e[0] == '0' && e[1] == '\0');
+        v = !(e && e[0] == '0' && e[1] == '\0');
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
     }
-    return on;
+    return v;
 }
 
 /* Run fn(arg, slot) on this thread (slot 0) and on up to threads - 1 workers (slots
@@ -179,7 +207,8 @@ static int mk_pool_enabled(void)
  * (nothing run) when the pool is off, busy or has no workers. */
 static int mk_pool_run(mk_pool_fn fn, void *arg, int threads)
 {
-    if (threads < 2 || threads > 0x7fff || !mk_pool_enabled() || pthread_mutex_trylock(&mk_pool.lock) != 0)
+    if (threads < 2 || threads > 0x7fff || !mk_pool_enabled() ||
+        pthread_mutex_trylock(&mk_pool.lock) != 0)
         return -1;
     if (mk_pool_grow(threads - 1) < 1) {
         pthread_mutex_unlock(&mk_pool.lock);
