@@ -559,7 +559,7 @@ static void mk_tile(const mk_ukernel_desc *uk, int64_t mcur, int64_t ncur, int64
         }
 }
 
-
+#if !MK_TYPED
 /* This thread's contiguous share [lo, hi) of `units` work units inside an OpenMP
  * team (all of them outside one); returns the thread number. */
 static int mk_my_share(int64_t units, int64_t *lo, int64_t *hi)
@@ -574,7 +574,6 @@ static int mk_my_share(int64_t units, int64_t *lo, int64_t *hi)
     return t;
 }
 
-#if !MK_TYPED
 /* ---- matrix-vector (n == 1) --------------------------------------------------------- */
 
 /* y[r] := sum_p A(r, p) x(p) for `rows` (<= 4) rows of a row-contiguous A (row r at
