@@ -1037,11 +1037,10 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
     MK_THREAD_TEARDOWN();
 }
 
-/* The flow's arguments, for the pool's threads (mk_pool_run): slot s takes the s-th
- * per-thread share of the workspace after the B buffers (its A block, its edge tile). */
+/* One GEMM call's operands and blocking, as the pool's jobs carry them. */
 typedef struct {
     const mk_ukernel_desc *uk;
-    int64_t m, n, k, nc_blk, kc_blk;
+    int64_t m, n, k, mc_blk, nc_blk, kc_blk;
     MK_TC alpha;
     const MK_SA *a;
     int64_t rs_a, cs_a;
@@ -1050,6 +1049,12 @@ typedef struct {
     MK_TC beta;
     MK_TC *c;
     int64_t rs_c, cs_c;
+} mk_call;
+
+/* The flow's arguments, for the pool's threads (mk_pool_run): slot s takes the s-th
+ * per-thread share of the workspace after the B buffers (its A block, its edge tile). */
+typedef struct {
+    mk_call g;
     char *per_ws;
     size_t per_thread, a_bytes;
     MK_TB *const *b_bufs;
@@ -1063,8 +1068,9 @@ static void mk_flow_job_run(void *arg, int slot)
 {
     const mk_flow_job *j = (const mk_flow_job *)arg;
     char *mine = j->per_ws + j->per_thread * (size_t)slot;
-    mk_loops_flow(j->uk, j->m, j->n, j->k, j->nc_blk, j->kc_blk, j->alpha, j->a, j->rs_a, j->cs_a,
-                  j->b, j->rs_b, j->cs_b, j->beta, j->c, j->rs_c, j->cs_c, (MK_TA *)mine, j->b_bufs,
+    const mk_call *g = &j->g;
+    mk_loops_flow(g->uk, g->m, g->n, g->k, g->nc_blk, g->kc_blk, g->alpha, g->a, g->rs_a, g->cs_a,
+                  g->b, g->rs_b, g->cs_b, g->beta, g->c, g->rs_c, g->cs_c, (MK_TA *)mine, j->b_bufs,
                   (MK_TC *)(mine + j->a_bytes), j->nt, j->chunk, j->parts, j->fl);
 }
 #endif
@@ -1252,16 +1258,7 @@ enum { MK_SLICES = 0, MK_TEAM = 1 };
 /* The slice decomposition's call: slice i of `slices` is units [units * i / slices,
  * units * (i + 1) / slices) of whole NR panels of N (split_n) or MR panels of M. */
 typedef struct {
-    const mk_ukernel_desc *uk;
-    int64_t m, n, k, mc_blk, nc_blk, kc_blk;
-    MK_TC alpha;
-    const MK_SA *a;
-    int64_t rs_a, cs_a;
-    const MK_SB *b;
-    int64_t rs_b, cs_b;
-    MK_TC beta;
-    MK_TC *c;
-    int64_t rs_c, cs_c;
+    mk_call g;
     char *ws;                       /* per thread: its A block, B block, edge tile */
     size_t per_thread, a_bytes, b_bytes;
     int64_t units, slices, next;    /* next: the next slice to take */
@@ -1275,7 +1272,8 @@ typedef struct {
 static void mk_slices_take(void *arg, int slot)
 {
     mk_slices_job *j = (mk_slices_job *)arg;
-    const int64_t mr = MK_TILE_MR(j->uk), nr = MK_TILE_NR(j->uk);
+    const mk_call *g = &j->g;
+    const int64_t mr = MK_TILE_MR(g->uk), nr = MK_TILE_NR(g->uk);
     char *mine = j->ws + j->per_thread * (size_t)slot;
     MK_TA *a_pack = (MK_TA *)mine;
     MK_TB *b_pack = (MK_TB *)(mine + j->a_bytes);
@@ -1283,17 +1281,17 @@ static void mk_slices_take(void *arg, int slot)
     for (int64_t i; (i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->slices;) {
         const int64_t lo = j->units * i / j->slices, hi = j->units * (i + 1) / j->slices;
         if (j->split_n) {
-            const int64_t j0 = lo * nr, j1 = mk_min(j->n, hi * nr);
+            const int64_t j0 = lo * nr, j1 = mk_min(g->n, hi * nr);
             if (j1 > j0)
-                mk_loops(j->uk, j->m, j1 - j0, j->k, j->mc_blk, j->nc_blk, j->kc_blk, j->alpha,
-                         j->a, j->rs_a, j->cs_a, j->b + j0 * j->cs_b, j->rs_b, j->cs_b, j->beta,
-                         j->c + j0 * j->cs_c, j->rs_c, j->cs_c, a_pack, b_pack, edge, &mk_alone);
+                mk_loops(g->uk, g->m, j1 - j0, g->k, g->mc_blk, g->nc_blk, g->kc_blk, g->alpha,
+                         g->a, g->rs_a, g->cs_a, g->b + j0 * g->cs_b, g->rs_b, g->cs_b, g->beta,
+                         g->c + j0 * g->cs_c, g->rs_c, g->cs_c, a_pack, b_pack, edge, &mk_alone);
         } else {
-            const int64_t i0 = lo * mr, i1 = mk_min(j->m, hi * mr);
+            const int64_t i0 = lo * mr, i1 = mk_min(g->m, hi * mr);
             if (i1 > i0)
-                mk_loops(j->uk, i1 - i0, j->n, j->k, j->mc_blk, j->nc_blk, j->kc_blk, j->alpha,
-                         j->a + i0 * j->rs_a, j->rs_a, j->cs_a, j->b, j->rs_b, j->cs_b, j->beta,
-                         j->c + i0 * j->rs_c, j->rs_c, j->cs_c, a_pack, b_pack, edge, &mk_alone);
+                mk_loops(g->uk, i1 - i0, g->n, g->k, g->mc_blk, g->nc_blk, g->kc_blk, g->alpha,
+                         g->a + i0 * g->rs_a, g->rs_a, g->cs_a, g->b, g->rs_b, g->cs_b, g->beta,
+                         g->c + i0 * g->rs_c, g->rs_c, g->cs_c, a_pack, b_pack, edge, &mk_alone);
         }
     }
 }
@@ -1483,8 +1481,8 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         int pooled = -1;
 #if MK_HAVE_POOL
         if (flow) {                 /* the flow on our own threads (mk_pool.h says why) */
-            const mk_flow_job job = {uk, m, n, k, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b,
-                                     cs_b, beta, c, rs_c, cs_c, ws + b_total, per_thread,
+            const mk_flow_job job = {{uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b,
+                                      rs_b, cs_b, beta, c, rs_c, cs_c}, ws + b_total, per_thread,
                                      a_bytes, b_bufs, nthreads, chunk, parts, &fl};
             pooled = mk_pool_run(mk_flow_job_run, (void *)&job, nthreads);
         }
@@ -1542,8 +1540,8 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
     if (!ws)
         return MK_ENOMEM;
 
-    mk_slices_job job = {uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
-                         beta, c, rs_c, cs_c, ws, per_thread, a_bytes, b_bytes, units, nthreads,
+    mk_slices_job job = {{uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
+                          beta, c, rs_c, cs_c}, ws, per_thread, a_bytes, b_bytes, units, nthreads,
                          0, split_n};
     int pooled = -1;
 #if MK_HAVE_POOL
