@@ -959,15 +959,10 @@ static int64_t mk_flow_blocks(int64_t n, int64_t k, int64_t nc_blk, int64_t kc_b
 static void mk_flow_wait(const int64_t *p, int64_t v)
 {
     for (unsigned spins = 0; __atomic_load_n(p, __ATOMIC_ACQUIRE) < v; ++spins) {
-        if (spins < 4096) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#elif defined(__aarch64__)
-            __asm__ volatile("yield");
-#endif
-        } else {
+        if (spins < 4096)
+            mk_cpu_relax();
+        else
             sched_yield();             /* its producer may be descheduled on our core */
-        }
     }
 }
 

@@ -36,6 +36,17 @@
  * Linux only (futex(2)); elsewhere, or in a module that defines MK_NO_POOL, the driver
  * runs the flow on OpenMP's team as before 2026-12-04, and so it does in a process
  * started with $MICROKERNEL_POOL=0 (read once). */
+/* One iteration of a spin wait: PAUSE on x86 (SDM vol. 2B), YIELD on aarch64; also the
+ * driver's (mk_flow_wait). */
+static inline void mk_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
 #if defined(__linux__) && !defined(MK_NO_POOL)
 #include <pthread.h>
 #include <sched.h>
@@ -81,15 +92,6 @@ static double mk_pool_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void mk_pool_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
 /* Join job gen if it is open with a free slot: run it, leave. Returns whether it ran.
  * fn and arg are read after the CAS: while this worker is inside, the job stays. */
 static int mk_pool_join(uint32_t gen)
@@ -120,7 +122,7 @@ static void *mk_pool_worker(void *start)
         uint32_t gen = __atomic_load_n(&mk_pool.gen, __ATOMIC_ACQUIRE);
         const double until = mk_pool_now() + 1e-6 * MK_POOL_SPIN_US;
         for (unsigned i = 1; spin && gen == seen; ++i) {
-            mk_pool_pause();
+            mk_cpu_relax();
             gen = __atomic_load_n(&mk_pool.gen, __ATOMIC_ACQUIRE);
             if (gen == seen && i % 64 == 0 && mk_pool_now() > until)
                 break;
@@ -226,7 +228,7 @@ static int mk_pool_run(mk_pool_fn fn, void *arg, int threads)
     uint64_t s = __atomic_fetch_or(&mk_pool.state, MK_POOL_CLOSED, __ATOMIC_SEQ_CST);
     for (unsigned spins = 0; MK_POOL_INSIDE(s) > 0; ++spins) {
         if (spins < 4096)
-            mk_pool_pause();
+            mk_cpu_relax();
         else
             sched_yield();                           /* a joiner may be descheduled here */
         s = __atomic_load_n(&mk_pool.state, __ATOMIC_ACQUIRE);

@@ -17,10 +17,11 @@
   well under a millisecond after a call) unless the user set ``OMP_WAIT_POLICY`` or
   ``GOMP_SPINCOUNT``; it takes effect only where libgomp was not loaded earlier in the
   process (then :func:`runtime_note` says so). The team's flow (the default from 3
-  threads) runs on the driver's own pool instead (c_src/mk_pool.h): a call ends when
-  the threads that joined it have left, so a worker that another runtime's spinner
-  keeps off its core does not hold the call; idle workers spin 100 us, then sleep;
-  ``MICROKERNEL_POOL=0`` (read once) gives the flow OpenMP's team.
+  threads) and the slices (2 threads) run on the driver's own pool instead
+  (c_src/mk_pool.h): a call ends when the threads that joined it have left, so a
+  worker that another runtime's spinner keeps off its core does not hold the call; a
+  worker that took part spins 100 us after it, then sleeps; ``MICROKERNEL_POOL=0``
+  (read once) gives them OpenMP's team.
   Measurements: docs/design-notes.md, threads.
 """
 from __future__ import annotations
