@@ -70,10 +70,6 @@
 #                                      raced against the same module without the pool
 #                                      (MK_NO_POOL: OpenMP's team) beside numpy and PyTorch,
 #                                      back to back and paused, 256-4096
-#   bash bench/device_cpu.sh slice     issue 24: the pool's workers with the short-slice hint
-#                                      (MK_POOL_SLICE_US, c_src/mk_pool.h) against the same
-#                                      module without it and without the pool, beside numpy
-#                                      and PyTorch, back to back and paused, 256-4096
 #   bash bench/device_cpu.sh teamcheck bench/team_check.py at 16 threads (the team's units against
 #                                      the float64 reference, and against the old units bit
 #                                      for bit), tests/test_threads.py and test_blocking.py
@@ -412,22 +408,6 @@ if [ "${1:-}" = pool ]; then
     race16 pool_b2b.json 256,512,1024,2048,4096 9 0 "$k;$k@.amxvar/nopool_$k.c"
     race16 pool_pause.json 256,512,1024,2048,4096 9 0.3 "$k;$k@.amxvar/nopool_$k.c"
   } 2>&1 | tee "$OUT/device_pool.log"
-  exit 0
-fi
-if [ "${1:-}" = slice ]; then
-  # issue 24: the pool's workers ask for a 100 us slice (sched_setattr) so that a woken
-  # worker can preempt another runtime's spinning thread; raced against the same module
-  # with MK_POOL_SLICE_US=0 and with MK_NO_POOL, numpy and PyTorch in the same rounds
-  k=$(f32)
-  variant MK_POOL_SLICE_US=0 noslice $k
-  variant MK_NO_POOL nopool $k
-  {
-    run uname -r
-    run cat /proc/sys/kernel/sched_base_slice_ns
-    run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py
-    race16 slice_b2b.json 256,512,1024,2048,4096 9 0 "$k;$k@.amxvar/noslice_$k.c;$k@.amxvar/nopool_$k.c"
-    race16 slice_pause.json 256,512,1024,2048,4096 7 0.3 "$k;$k@.amxvar/noslice_$k.c"
-  } 2>&1 | tee "$OUT/device_slice.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then

@@ -63,9 +63,6 @@ static inline void mk_cpu_relax(void)
 #ifndef MK_POOL_IDLE_S
 #define MK_POOL_IDLE_S 2
 #endif
-#ifndef MK_POOL_SLICE_US
-#define MK_POOL_SLICE_US 100
-#endif
 #define MK_FUTEX_WAIT_PRIVATE 128       /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG (futex(2)) */
 #define MK_FUTEX_WAKE_PRIVATE 129
 #define MK_POOL_CLOSED ((uint64_t)1 << 31)
@@ -117,34 +114,8 @@ static int mk_pool_join(uint32_t gen)
     return ok;
 }
 
-/* Ask the scheduler for a short slice (sched_setattr(2)'s sched_runtime for
- * SCHED_OTHER, Linux 6.12 and later; an older kernel ignores it): EEVDF then lets a
- * woken worker preempt a thread that has run its share (a spinning worker of another
- * runtime) instead of waiting out that thread's whole slice, 1.4-3 ms. A latency hint,
- * not a share: the worker still gets the CPU time its nice value gives it, now in
- * shorter turns. Unprivileged; a worker with another policy is left as it is. */
-static void mk_pool_short_slice(void)
-{
-#if MK_POOL_SLICE_US > 0 && defined(SYS_sched_setattr) && defined(SYS_sched_getattr)
-    struct {
-        uint32_t size, policy;
-        uint64_t flags;
-        int32_t nice;
-        uint32_t priority;
-        uint64_t runtime, deadline, period;
-    } a = {0};
-    if (syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) == 0 && a.policy == SCHED_OTHER) {
-        a.size = sizeof a;
-        a.flags &= 1;                                /* SCHED_FLAG_RESET_ON_FORK */
-        a.runtime = (uint64_t)MK_POOL_SLICE_US * 1000u;
-        syscall(SYS_sched_setattr, 0, &a, 0);
-    }
-#endif
-}
-
 static void *mk_pool_worker(void *start)
 {
-    mk_pool_short_slice();
     uint32_t seen = (uint32_t)(uintptr_t)start;      /* gen when this worker was made */
     int spin = 0;                                    /* took part in the last job */
     for (;;) {
