@@ -8,8 +8,8 @@ compiled and imported only after its ISA is cleared here.
 """
 from __future__ import annotations
 
+import difflib
 import os
-import re
 
 from . import registry
 from .tile import ISAS, TileError, TileSpec
@@ -96,16 +96,18 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
     flags in one translation unit ahead of the driver (so its file-scope names must not
     clash with the driver's ``mk_*`` ones; it may include system headers only). It must
     define the tile's micro-kernel (``mk_ukernel_<name>``, contract in
-    ``c_src/mk_ukernel.h``) and, for x86 tiles of several vectors per row, its edge
-    entry point (``mk_ukernel_<name>_edge``); start from the generated file in
-    ``c_src/ukernels/`` or from ``microkernel.codegen.generate(spec)``.
+    ``c_src/mk_ukernel.h``) and may define its edge entry point
+    (``mk_ukernel_<name>_edge``; without it the driver computes the edge tiles in its
+    MR x NR buffer); start from ``microkernel template NAME``, the generated file in
+    ``c_src/ukernels/`` or ``microkernel.codegen.generate(spec)``.
 
-    Raises TileError (bad or unknown name, lists the built-ins; a source that does not
-    define the tile's symbols), IsaUnavailableError (this CPU/OS cannot run the tile's
+    Raises TileError (bad or unknown name, with the nearest built-in names; a source
+    that does not define the micro-kernel), IsaUnavailableError (this CPU/OS cannot run the tile's
     ISA), OSError (source unreadable), UnicodeDecodeError (not UTF-8) and
     build.BuildError (compiler failure, or a module that does not load).
     """
-    from .kernel import load, ukernel_symbols
+    from . import codegen
+    from .kernel import defines, load
     if name is None:
         spec = default_tile()
     elif isinstance(name, TileSpec):
@@ -114,8 +116,10 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
         try:
             spec = TileSpec.from_name(name)
         except TileError as exc:
-            raise TileError(f"{exc}. Built-in kernels: "
-                            f"{', '.join(registry.names())}") from None
+            near = difflib.get_close_matches(name, registry.names(), n=3, cutoff=0.6)
+            raise TileError(f"{exc}. " + (f"Nearest built-in kernels: {', '.join(near)}; "
+                                          if near else "")
+                            + "`microkernel list` shows them all") from None
     else:
         raise TypeError(f"kernel must be a name, a TileSpec or None, not {type(name).__name__}")
     usable = usable_isas()
@@ -132,10 +136,8 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
     path = os.fspath(source)
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    # a definition: the name, its parameter list, then the body's brace
-    missing = [sym for sym in ukernel_symbols(spec)
-               if not re.search(rf"\b{re.escape(sym)}\s*\([^;{{}}]*\)\s*\{{", text)]
-    if missing:
-        raise TileError(f"{path} does not define {' or '.join(missing)}, which the "
-                        f"{spec.name} module calls (contract: c_src/mk_ukernel.h)")
+    sym = codegen.symbol(spec)
+    if not defines(text, sym):
+        raise TileError(f"{path} does not define {sym}, the micro-kernel of the "
+                        f"{spec.name} module (contract: c_src/mk_ukernel.h)")
     return load(spec, text, path)

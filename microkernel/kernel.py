@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 
 from . import build, codegen
 from .tile import TileSpec
@@ -190,16 +191,18 @@ class Kernel:
         return flops[0] / secs / 1e9
 
 
-def ukernel_symbols(spec: TileSpec) -> list[str]:
-    """The C functions a micro-kernel source must define for ``spec``'s module
-    (:func:`microkernel.codegen.ukernel_symbols`)."""
-    return codegen.ukernel_symbols(spec)
+def defines(text: str, symbol: str) -> bool:
+    """Whether the C text ``text`` defines the function ``symbol``: its name, its
+    parameter list, then the body's brace (a prototype, a call or a comment does not)."""
+    return re.search(rf"\b{re.escape(symbol)}\s*\([^;{{}}]*\)\s*\{{", text) is not None
 
 
 def module_source(spec: TileSpec, ukernel_source: str | None = None,
                   source_path: str | None = None) -> str:
     """The whole C source of a kernel's module (micro-kernel, peak loop, glue);
-    ``ukernel_source`` (C text) replaces the generated micro-kernel. With
+    ``ukernel_source`` (C text) replaces the generated micro-kernel; where it does not
+    define the tile's edge entry point (optional in the contract, c_src/mk_ukernel.h),
+    the driver computes edge tiles in its MR x NR buffer. With
     ``source_path``, a ``#line`` directive makes the compiler report errors in that
     text at the user's file and line (the generated module file is deleted after the
     build)."""
@@ -215,7 +218,9 @@ def module_source(spec: TileSpec, ukernel_source: str | None = None,
     typed = codegen.layout(spec).typed
     glue = (GLUE_TYPED if typed else GLUE).format(
         mr=codegen.mr_expr(spec), nr=nr, sym=sym, specialise=specialise,
-        desc=codegen.desc_function(spec, "mk_fill_desc", static=True))
+        desc=codegen.desc_function(
+            spec, "mk_fill_desc", static=True,
+            edge=ukernel_source is None or defines(ukernel_source, codegen.edge_symbol(spec))))
     ukernel = codegen.generate(spec) if ukernel_source is None else ukernel_source
     if ukernel_source is not None and source_path is not None:
         quoted = os.fspath(source_path).replace("\\", "\\\\").replace('"', '\\"')

@@ -92,9 +92,11 @@ def test_returns_given_c_and_allocates_otherwise():
     ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"threads": True}, ValueError,
      "threads must be a positive integer, got True"),
     ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"kernel": "avx9_8x16"},
-     mk.TileError, "unknown ISA 'avx9'.*Built-in kernels"),
+     mk.TileError, "unknown ISA 'avx9'.*microkernel list"),
     ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"kernel": "bogus"},
      mk.TileError, "bad tile name"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"kernel": "avx512_8x23_u4"},
+     mk.TileError, "NR=23 .*Nearest built-in kernels: avx512_8x32_u4"),
 ])
 def test_bad_arguments_raise_clear_errors(args, kwargs, exc, match):
     with pytest.raises(exc, match=match):

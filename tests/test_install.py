@@ -49,7 +49,8 @@ def test_the_installed_package_is_used_and_carries_its_sources(installed):
     pkg, c_src = res.stdout.split()
     assert pkg.startswith(str(target)) and c_src == str(target / "microkernel" / "_c_src")
     for f in ("driver.c", "timing.c", "mk_ukernel.h", "mk_pool.h", "probe.c", "harness.c",
-              "ukernels/mk_kernels.inc", "template/ukernel_template.c"):
+              "ukernels/mk_kernels.inc", "template/ukernel_template.c",
+              "template/ukernel_template_typed.c"):
         assert (target / "microkernel" / "_c_src" / f).is_file(), f
     assert (target / "microkernel" / "data" / "deepbench_inference_device.csv").is_file()
 

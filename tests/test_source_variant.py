@@ -72,11 +72,21 @@ def test_a_module_that_does_not_load_is_a_build_error(tmp_path):
 
 
 @pytest.mark.skipif(not mk.probe().supports("avx2"), reason="needs a CPU with AVX2")
-def test_x86_tiles_of_several_vectors_need_the_edge_entry_point(tmp_path):
+def test_the_edge_entry_point_is_optional(tmp_path):
+    """A source without the tile's edge entry point (optional in c_src/mk_ukernel.h):
+    the module's descriptor says NULL and the driver computes the edge tiles in its
+    buffer; the catalogue (every remainder) passes. Its edge entry point broken instead
+    fails it, so the edge tiles do go through the source's entry point when it has one."""
     src = (ROOT / "c_src" / "ukernels" / "avx2_4x24_u8.c").read_text()
     text = src.replace("mk_ukernel_avx2_4x24_u8_edge(", "my_edge(")
-    with pytest.raises(mk.TileError, match="does not define mk_ukernel_avx2_4x24_u8_edge"):
-        mk.get_kernel("avx2_4x24_u8", source=_variant(tmp_path, text))
+    k = mk.get_kernel("avx2_4x24_u8", source=_variant(tmp_path, text))
+    results = validate.run_catalogue(k, quick=True)
+    assert results and all(r.ok for r in results), [r.case.label for r in results if not r.ok]
+    head, sep, tail = src.partition("mk_ukernel_avx2_4x24_u8_edge(")
+    assert sep and "{\n" in tail
+    broken = head + sep + tail.replace("{\n", "{\n    if (m > 1) return;\n", 1)
+    k = mk.get_kernel("avx2_4x24_u8", source=_variant(tmp_path, broken, "broken_edge.c"))
+    assert any(not r.ok for r in validate.run_catalogue(k, quick=True))
 
 
 def test_validate_cli_takes_a_source(tmp_path, capsys):

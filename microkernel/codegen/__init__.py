@@ -19,7 +19,7 @@ from ..tile import TileSpec
 from .common import symbol
 
 __all__ = ["generate", "c_stationary", "generate_peak", "symbol", "FAMILY", "edge_symbol",
-           "nr_expr", "kernel_list", "desc_function", "ukernel_symbols", "PanelLayout", "layout",
+           "nr_expr", "kernel_list", "desc_function", "PanelLayout", "layout",
            "module_defines", "mr_expr"]
 
 #: ISA -> emitter module (XNNPACK-style: one emitter per ISA family)
@@ -138,13 +138,6 @@ def edge_symbol(spec: TileSpec) -> str:
     return family.edge_symbol(spec) if hasattr(family, "edge_symbol") else "NULL"
 
 
-def ukernel_symbols(spec: TileSpec) -> list[str]:
-    """The C functions a micro-kernel source must define for ``spec``: the
-    micro-kernel and, where the tile has one, its edge entry point."""
-    edge = edge_symbol(spec)
-    return [symbol(spec)] + ([edge] if edge != "NULL" else [])
-
-
 def nr_expr(spec: TileSpec) -> str:
     """C expression of NR in fp32 columns (SVE: read from the vector length at run
     time, so only valid in code compiled with the ISA's flags)."""
@@ -189,10 +182,14 @@ def kernel_list(specs, *, title: str = "mk_kernels.inc",
     return "\n".join(lines) + "\n"
 
 
-def desc_function(spec: TileSpec, fname: str, *, static: bool = False) -> str:
+def desc_function(spec: TileSpec, fname: str, *, static: bool = False,
+                  edge: bool = True) -> str:
     """C function ``void <fname>(mk_ukernel_desc *d)`` filling ``spec``'s descriptor
     (c_src/mk_ukernel.h): MR, NR (SVE: at the run-time VL), the micro-kernel and its
-    edge entry point (or NULL). Compile it with the ISA's flags (it may read the VL)."""
+    edge entry point (NULL where the tile has none, or with ``edge=False``: the driver
+    then computes edge tiles in its MR x NR buffer). Compile it with the ISA's flags
+    (it may read the VL)."""
     return (f"{'static ' if static else ''}void {fname}(mk_ukernel_desc *d)\n{{\n"
             f"    d->mr = {mr_expr(spec)};\n    d->nr = {nr_expr(spec)};\n"
-            f"    d->ukernel = {symbol(spec)};\n    d->edge = {edge_symbol(spec)};\n}}\n")
+            f"    d->ukernel = {symbol(spec)};\n"
+            f"    d->edge = {edge_symbol(spec) if edge else 'NULL'};\n}}\n")

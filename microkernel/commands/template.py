@@ -1,9 +1,12 @@
 """``microkernel template NAME``: a commented plain-C micro-kernel for a tile, the
-starting point of a kernel of your own (from ``c_src/template/ukernel_template.c``).
+starting point of a kernel of your own (from ``c_src/template/ukernel_template.c``,
+or ``ukernel_template_typed.c`` for a tile of other types than fp32: its panels hold
+the elements, in the K groups, that the tile's module packs for its instruction).
 
-It compiles as written, with the tile's ISA flags, and passes the edge catalogue; the
-tile's module also calls an edge entry point where the generated kernel has one (x86
-tiles of several vectors per row), and the template then defines that too.
+It compiles as written, with the tile's ISA flags, and passes the edge catalogue
+(tests/test_template.py builds one of each panel layout). Where the generated kernel
+has an edge entry point (x86 tiles of several vectors per row) the template defines
+one too; it is optional (c_src/mk_ukernel.h).
 """
 from __future__ import annotations
 
@@ -14,9 +17,9 @@ from .common import UsageError, output_path
 __all__ = ["add_arguments", "run", "render"]
 
 EDGE = """
-/* The edge entry point this tile's module calls for an edge tile: the same update on
- * the top-left m x n corner only (1 <= m <= MR, 1 <= n <= NR); the panels are still
- * full MR and NR wide (zero-padded). */
+/* The edge entry point, optional (without it the driver computes edge tiles in its
+ * MR x NR buffer): the same update on the top-left m x n corner only (1 <= m <= MR,
+ * 1 <= n <= NR); the panels are still full MR and NR wide (zero-padded). */
 void mk_ukernel_@NAME@_edge(int64_t m, int64_t n, int64_t kc, const float *restrict alpha,
         const float *restrict a, const float *restrict b,
         const float *restrict beta, float *restrict c, int64_t rs_c, int64_t cs_c)
@@ -36,19 +39,71 @@ void mk_ukernel_@NAME@_edge(int64_t m, int64_t n, int64_t kc, const float *restr
 """
 
 
-def render(name: str) -> str:
-    """The template's C text for tile ``name``. Raises TileError for a bad name and
+EDGE_TYPED = """
+/* The edge entry point, optional (without it the driver computes edge tiles in its
+ * MR x NR buffer): the same update on the top-left m x n corner only (1 <= m <= MR,
+ * 1 <= n <= NR); the panels are still full MR and NR wide (zero-padded). */
+void mk_ukernel_@NAME@_edge(int64_t m, int64_t n, int64_t kc, const MK_TC *restrict alpha,
+        const MK_TA *restrict a, const MK_TB *restrict b,
+        const MK_TC *restrict beta, MK_TC *restrict c, int64_t rs_c, int64_t cs_c)
+{
+    tile_acc acc[TILE_MR][TILE_NR];
+    tile_product(kc, a, b, acc);
+    tile_store(m, n, alpha, beta, acc, c, rs_c, cs_c);
+}
+"""
+
+_ACCUMULATE = {
+    False: "Sums in fp32, in any order: the catalogue's bound for these types allows it\n"
+           " * (microkernel.dtypes).",
+    True: "Sums in uint32, so they wrap modulo 2^32 as the instructions' int32 does, and\n"
+          " * C := alpha * sum + beta * C likewise; integer results must be exact.",
+}
+
+
+def _value(c_type: str, types: str) -> str:
+    """C expression of ``x``, one packed element of ``c_type``, as the value it
+    multiplies by: floats as they are, 16-bit floats decoded (mk_convert.h), integers
+    widened to int32."""
+    if c_type == "float":
+        return "(x)"
+    if c_type in ("uint16_t", "uint32_t") and types in ("bf16", "f16", "f16h"):
+        decode = "mk_bf16_to_f32" if types == "bf16" else "mk_f16_to_f32"
+        return f"{decode}((uint16_t)(x))"      # uint32_t: an fp16 pair, both halves equal
+    return "((int32_t)(x))"
+
+
+def render(name: str, filename: str | None = None) -> str:
+    """The template's C text for tile ``name`` (``filename``: the name its first line
+    gives the file; default ``<name>.c``). Raises TileError for a bad name and
     UsageError for a vector-length-agnostic (SVE) tile, whose NR is not a constant."""
     from .. import build, codegen
     from ..tile import TileSpec
     spec = TileSpec.from_name(name)
     if spec.is_vla:
         raise UsageError(f"{name}: an SVE tile's NR is read at run time (svcntw()); start "
-                         f"from its generated file, `python -m microkernel.codegen` output "
-                         f"c_src/ukernels/{spec.file_stem}.c")
-    text = (build.c_src_dir() / "template" / "ukernel_template.c").read_text()
-    edge = EDGE if codegen.edge_symbol(spec) != "NULL" else ""
-    return (text.replace("@EDGE@", edge).replace("@NAME@", spec.name)
+                         f"from the generated file of an SVE tile (`microkernel list` names "
+                         f"them; `python -m microkernel.codegen` writes the built-ins into "
+                         f"c_src/ukernels/)")
+    lay = codegen.layout(spec)
+    has_edge = codegen.edge_symbol(spec) != "NULL"
+    if lay.typed:
+        t = spec.gemm_types
+        integer = lay.tc != "float"
+        text = (build.c_src_dir() / "template" / "ukernel_template_typed.c").read_text()
+        text = (text.replace("@EDGE@", EDGE_TYPED if has_edge else "")
+                .replace("@TYPES@", f"{t.a} x {t.b} -> {t.acc} accumulate, {t.out} C")
+                .replace("@TA@", lay.ta).replace("@TB@", lay.tb).replace("@TC@", lay.tc)
+                .replace("@GA@", str(lay.ga)).replace("@GB@", str(lay.gb))
+                .replace("@A_VALUE@", _value(lay.ta, t.name))
+                .replace("@B_VALUE@", _value(lay.tb, t.name))
+                .replace("@INT_C@", str(int(integer)))
+                .replace("@ACCUMULATE@", _ACCUMULATE[integer]))
+    else:
+        text = (build.c_src_dir() / "template" / "ukernel_template.c").read_text()
+        text = text.replace("@EDGE@", EDGE if has_edge else "")
+    text = text.replace("@NAME@.c:", f"{filename or spec.name + '.c'}:", 1)
+    return (text.replace("@NAME@", spec.name)
             .replace("@MR@", str(spec.mr)).replace("@NR@", str(spec.nr)))
 
 
@@ -59,7 +114,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     path = output_path("--output", args.output)
-    text = render(args.name)
+    text = render(args.name, None if path is None else path.name)
     if path is None:
         sys.stdout.write(text)
     else:
