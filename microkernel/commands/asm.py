@@ -184,7 +184,7 @@ def run(args) -> int:
                      source_path=getattr(args, "source", None))
     except (TileError, NotImplementedError, CrossToolsMissing, CrossError, BuildError,
             OSError) as exc:
-        print(f"microkernel asm: {exc}", file=sys.stderr)
+        print(f"microkernel asm: error: {exc}", file=sys.stderr)
         return 2
     if getattr(args, "json", False):
         print(json.dumps(rep, indent=2, default=str))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 
 from ..cross import (CUBES, DEFAULT_KERNELS, DEFAULT_VLS, NEON_CPU, REFUSAL_CPUS, CrossError,
@@ -78,17 +79,17 @@ def _print_table(rep: CrossReport) -> None:
     the probe's choice, then cases passed/executed per kernel."""
     from rich.console import Console
     from rich.table import Table
-    console = Console()
+    from rich.text import Text
     t = Table(title="microkernel cross: aarch64 kernels under qemu (correctness only)")
-    t.add_column("")
+    names = list(dict.fromkeys(k for r in rep.runs for k in r.kernels))
+    t.add_column("", no_wrap=True)
     for r in rep.runs:
-        t.add_column(r.label, justify="right")
+        t.add_column(r.label, justify="right", no_wrap=True)
     t.add_row("requested VL", *[str(r.requested_vl_bits or "-") for r in rep.runs])
     t.add_row("observed VL", *[str(r.observed_vl_bits or "none") for r in rep.runs])
     t.add_row("requested SVL", *[str(r.requested_svl_bits or "-") for r in rep.runs])
     t.add_row("observed SVL", *[str(r.observed_svl_bits or "none") for r in rep.runs])
     t.add_row("probe chose", *[r.chosen_isa or "?" for r in rep.runs])
-    names = list(dict.fromkeys(k for r in rep.runs for k in r.kernels))
     for name in names:
         t.add_row(name, *[_cell(r.kernels.get(name)) for r in rep.runs])
     isa = {n: k.isa for r in rep.runs for n, k in r.kernels.items()}
@@ -98,6 +99,11 @@ def _print_table(rep: CrossReport) -> None:
             t.add_row(f"{name} {'MRxNR' if sme else 'NR'}",
                       *[_tile_cell(r.kernels.get(name), sme) for r in rep.runs])
     t.add_row("status", *["[green]ok[/]" if r.ok else "[red]FAIL[/]" for r in rep.runs])
+    # as wide as the table (a column per emulated CPU): cut cells would hide the counts
+    need = sum(3 + max(len(Text.from_markup(str(c)).plain) for c in [col.header, *col.cells])
+               for col in t.columns) + 1
+    console = Console(highlight=False, width=max(shutil.get_terminal_size((100, 24)).columns,
+                                                 100, need))
     console.print(t)
     console.print("VL in bits, observed = svcntw()*32 inside SVE code; SVL = the streaming "
                   "VL, RDSVL*8 inside SME code; cells: cases passed/executed (edge catalogue + "
@@ -125,9 +131,12 @@ def _print_table(rep: CrossReport) -> None:
                               highlight=False)
             if len(k.failures) > 10:
                 console.print(f"[red]{r.label} {k.kernel}: {len(k.failures) - 10} more failures[/]")
-    for r in rep.runs:
-        for isa_, msg in r.forced_errors.items():
-            console.print(f"{r.label}: MICROKERNEL_ISA={isa_} -> {msg}", highlight=False)
+    forced = [(r.label, msg) for r in rep.runs for msg in r.forced_errors.values()]
+    if forced:
+        console.print("MICROKERNEL_ISA forced to an ISA the emulated CPU lacks: each refused, "
+                      "as it must be, before anything ran:", highlight=False)
+    for label, msg in forced:
+        console.print(f"  {label}: {msg.removeprefix('error: ')}", highlight=False)
     console.print("[green]PASS[/]" if rep.ok else "[red]FAIL[/]")
 
 
@@ -145,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, "error": str(exc)}))
         else:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"microkernel cross: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(rep.to_dict(), indent=2))

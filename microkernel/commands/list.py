@@ -39,20 +39,20 @@ def run(args) -> int:
                      "source": f"c_src/ukernels/{s.file_stem}.c"})
     heads = {"name": "name", "isa": "isa", "mr": "MR", "nr": "NR", "k_unroll": "k-unroll",
              "registers": "regs", "runnable_here": "runs here", "default": "default",
-             "source": "c_src/ukernels/"}
+             "source": "source"}
     if args.names:
         print("\n".join(r["name"] for r in rows))
         return 0
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    t = Table(title="built-in tiles (microkernel.registry; any <isa>_<MR>x<NR> name also works)",
-              box=box.SIMPLE_HEAD)
-    for col in rows[0]:
-        t.add_column(heads[col], no_wrap=True)
+    t = Table(title="built-in tiles (microkernel.registry; sources c_src/ukernels/<name>.c; "
+                    "any <isa>_<MR>x<NR> name also works)", box=box.SIMPLE_HEAD)
+    cols = [c for c in rows[0] if c != "source"]        # the name says it (JSON keeps it)
+    for col in cols:
+        t.add_column(heads[col], no_wrap=True, min_width=len(heads[col]))
     for r in rows:
-        t.add_row(*("yes" if v is True else "" if v is False else
-                    str(v).rsplit("/", 1)[-1] if k == "source" else str(v)
-                    for k, v in r.items()))
+        t.add_row(*("yes" if r[c] is True else "" if r[c] is False else str(r[c])
+                    for c in cols))
     console().print(t)
     return 0

@@ -12,6 +12,7 @@ Exit status: 0, 1 when validation fails, 2 on a bad tile name or configuration.
 from __future__ import annotations
 
 import json
+import sys
 
 from ..gpu.port import SVE_BITS, parse_warp, port
 
@@ -138,10 +139,10 @@ def run(args) -> int:
         if args.json:
             print(json.dumps({"error": str(e)}))
         else:
-            print(f"error: {e}")
+            print(f"microkernel port: error: {e}", file=sys.stderr)
         return 2
     except ImportError as e:
-        print(f"error: {e}")
+        print(f"microkernel port: error: {e}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report, indent=2, default=str))

@@ -285,8 +285,11 @@ def _print_predicted(con, res) -> None:
                   f"{100 * r['predicted_utilisation']:.0f}%" if r["predicted_utilisation"] else "-",
                   ("default " if r["is_default"] else "") + (r["error"] or ""))
     con.print(t)
+    from ..dispatch import usable_isas
+    where = (f"this machine runs {res['isa']}: drop --predict to measure it"
+             if res["isa"] in usable_isas() else f"measure on a machine that runs {res['isa']}")
     con.print(f"predicted leader: {res['leader']} (a model of one core's pipeline: no caches, "
-              f"no memory, no driver; measure on a machine that runs {res['isa']})")
+              f"no memory, no driver; {where})")
 
 
 # -- plot -------------------------------------------------------------------------------
