@@ -53,10 +53,10 @@ _FMA_LINE = {"x86_64": re.compile(r"\t(v?f(n)?m(add|sub)|vdpbf16ps|vpdpbus|vpdpw
 
 
 def _print(rep: dict) -> None:
-    from rich.console import Console
+    from .common import console
     from rich.table import Table
     from rich.text import Text
-    con = Console()
+    con = console()
     loop = rep["loop"]
     arch = rep.get("arch", "x86_64")
     con.rule(f"{rep['name']}: {rep['symbol']} ({rep['syntax']} syntax)")

@@ -51,9 +51,9 @@ def add_arguments(parser) -> None:
 
 
 def _render(report: dict) -> None:
-    from rich.console import Console
+    from .common import console
     from rich.table import Table
-    con = Console()
+    con = console()
     p = report["plan"]
     t = p["tile"]
     con.print(f"[bold]port {p['spec']}[/bold] -> [bold]{t['name']}[/bold]")
