@@ -70,6 +70,9 @@
 #                                      raced against the same module without the pool
 #                                      (MK_NO_POOL: OpenMP's team) beside numpy and PyTorch,
 #                                      back to back and paused, 256-4096
+#   bash bench/device_cpu.sh template  `microkernel template` of every x86 typed tile and the
+#                                      AVX-512 default, each validated with its ISA's flags on
+#                                      this CPU (the catalogue), and the template / source tests
 #   bash bench/device_cpu.sh teamcheck bench/team_check.py at 16 threads (the team's units against
 #                                      the float64 reference, and against the old units bit
 #                                      for bit), tests/test_threads.py and test_blocking.py
@@ -408,6 +411,21 @@ if [ "${1:-}" = pool ]; then
     race16 pool_b2b.json 256,512,1024,2048,4096 9 0 "$k;$k@.amxvar/nopool_$k.c"
     race16 pool_pause.json 256,512,1024,2048,4096 9 0.3 "$k;$k@.amxvar/nopool_$k.c"
   } 2>&1 | tee "$OUT/device_pool.log"
+  exit 0
+fi
+if [ "${1:-}" = template ]; then
+  # the templates compiled with their ISA's flags (AMX, AVX512-FP16 / BF16 / VNNI) and run
+  # through the edge catalogue on the hardware
+  {
+    for t in $(f32) avx512_8x16 $(python3 -m microkernel list --names --isa avx512bf16) \
+             $(python3 -m microkernel list --names --isa avx512fp16) \
+             $(python3 -m microkernel list --names --isa avx512vnni) \
+             $(python3 -m microkernel list --names --isa amx) avx512_s8s8_8x32; do
+      run python3 -m microkernel template "$t" -o "/tmp/tpl_$t.c"
+      run python3 -m microkernel validate --kernel "$t" --source "/tmp/tpl_$t.c"
+    done
+    run python3 -m pytest -q -p no:cacheprovider tests/test_template.py tests/test_source_variant.py
+  } 2>&1 | tee "$OUT/device_template.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then
