@@ -191,18 +191,26 @@ class Kernel:
         return flops[0] / secs / 1e9
 
 
+#: C comments, and ``#if 0`` ... ``#endif`` blocks without a nested ``#if``
+_C_DEAD = re.compile(r"/\*.*?\*/|//[^\n]*|^[ \t]*#[ \t]*if[ \t]+0\b(?:(?!^[ \t]*#[ \t]*if).)*?"
+                     r"^[ \t]*#[ \t]*endif\b", re.S | re.M)
+
+
 def defines(text: str, symbol: str) -> bool:
     """Whether the C text ``text`` defines the function ``symbol``: its name, its
-    parameter list, then the body's brace (a prototype, a call or a comment does not)."""
-    return re.search(rf"\b{re.escape(symbol)}\s*\([^;{{}}]*\)\s*\{{", text) is not None
+    parameter list, then the body's brace, outside comments and ``#if 0`` blocks (a
+    prototype, a call or a commented-out definition does not count)."""
+    live = _C_DEAD.sub(" ", text)
+    return re.search(rf"\b{re.escape(symbol)}\s*\([^;{{}}]*\)\s*\{{", live) is not None
 
 
 def module_source(spec: TileSpec, ukernel_source: str | None = None,
                   source_path: str | None = None) -> str:
     """The whole C source of a kernel's module (micro-kernel, peak loop, glue);
-    ``ukernel_source`` (C text) replaces the generated micro-kernel; where it does not
-    define the tile's edge entry point (optional in the contract, c_src/mk_ukernel.h),
-    the driver computes edge tiles in its MR x NR buffer. With
+    ``ukernel_source`` (C text) replaces the generated micro-kernel; the module calls
+    its edge entry point ``mk_ukernel_<name>_edge`` where it defines one (optional in
+    the contract, c_src/mk_ukernel.h; whether or not the generated kernel has one), and
+    otherwise computes edge tiles in the driver's MR x NR buffer. With
     ``source_path``, a ``#line`` directive makes the compiler report errors in that
     text at the user's file and line (the generated module file is deleted after the
     build)."""
@@ -218,9 +226,9 @@ def module_source(spec: TileSpec, ukernel_source: str | None = None,
     typed = codegen.layout(spec).typed
     glue = (GLUE_TYPED if typed else GLUE).format(
         mr=codegen.mr_expr(spec), nr=nr, sym=sym, specialise=specialise,
-        desc=codegen.desc_function(
-            spec, "mk_fill_desc", static=True,
-            edge=ukernel_source is None or defines(ukernel_source, codegen.edge_symbol(spec))))
+        desc=codegen.desc_function(spec, "mk_fill_desc", static=True, edge=(
+            None if ukernel_source is None else
+            f"{sym}_edge" if defines(ukernel_source, f"{sym}_edge") else "NULL")))
     ukernel = codegen.generate(spec) if ukernel_source is None else ukernel_source
     if ukernel_source is not None and source_path is not None:
         quoted = os.fspath(source_path).replace("\\", "\\\\").replace('"', '\\"')

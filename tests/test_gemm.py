@@ -180,3 +180,6 @@ def test_committed_builtin_sources_match_the_generator():
         path = build.c_src_dir() / "ukernels" / f"{spec.file_stem}.c"
         assert path.exists(), f"missing {path}: run python -m microkernel.codegen"
         assert path.read_text() == codegen.generate(spec), f"{path} is stale"
+    inc = build.c_src_dir() / "ukernels" / "mk_kernels.inc"
+    assert inc.read_text() == codegen.kernel_list(BUILTIN_TILES), \
+        f"{inc} is stale: run python -m microkernel.codegen"

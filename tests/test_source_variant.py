@@ -89,6 +89,35 @@ def test_the_edge_entry_point_is_optional(tmp_path):
     assert any(not r.ok for r in validate.run_catalogue(k, quick=True))
 
 
+def test_a_definition_counts_only_outside_comments_and_if_0():
+    from microkernel.kernel import defines
+    sym = "mk_ukernel_x_edge"
+    assert defines("void mk_ukernel_x_edge(int64_t m, /* n */ int64_t n)\n{\n}\n", sym)
+    assert defines("#if 0\nold\n#endif\nvoid mk_ukernel_x_edge(int a) { }", sym)
+    for dead in ("/* void mk_ukernel_x_edge(int a) { } */", "// void mk_ukernel_x_edge(int a) { }",
+                 "#if 0\nvoid mk_ukernel_x_edge(int a) {\n}\n#endif\n",
+                 "void mk_ukernel_x_edge(int a);", "x = mk_ukernel_x_edge(1);"):
+        assert not defines(dead, sym), dead
+
+
+def test_a_source_may_add_an_edge_entry_point_the_generated_tile_lacks(tmp_path):
+    """scalar_4x4's generated kernel has no edge entry point; a source that defines one
+    gets it called for the edge tiles (a planted bug in it fails the catalogue), and a
+    commented-out one is not taken for a definition (the module builds and passes)."""
+    from microkernel.commands.template import EDGE, render
+    edge = EDGE.replace("@NAME@", "scalar_4x4")
+    good = render("scalar_4x4") + edge
+    k = mk.get_kernel("scalar_4x4", source=_variant(tmp_path, good, "edge_good.c"))
+    assert all(r.ok for r in validate.run_catalogue(k, quick=True))
+    assert "{\n    float acc" in edge
+    bad = render("scalar_4x4") + edge.replace("{\n    float acc", "{\n    if (m > 1) return;\n    float acc", 1)
+    k = mk.get_kernel("scalar_4x4", source=_variant(tmp_path, bad, "edge_bad.c"))
+    assert any(not r.ok for r in validate.run_catalogue(k, quick=True))
+    commented = render("scalar_4x4") + "/*" + edge.replace("*/", "* /") + "*/\n"
+    k = mk.get_kernel("scalar_4x4", source=_variant(tmp_path, commented, "edge_commented.c"))
+    assert all(r.ok for r in validate.run_catalogue(k, quick=True))
+
+
 def test_validate_cli_takes_a_source(tmp_path, capsys):
     good = _variant(tmp_path, GENERATED, "good.c")
     broken = _variant(tmp_path, GENERATED.replace(LAST_STORE, ""), "broken.c")

@@ -44,7 +44,7 @@ def built(name: str, source: str) -> kernel.Kernel:
     c_src = build.c_src_dir()
     typed = codegen.layout(spec).typed
     mod = build.load_module(
-        f"tpl_{name}_{abs(hash(source)) % 10**8}", kernel.CDEF_TYPED if typed else kernel.CDEF,
+        f"tpl_{name}", kernel.CDEF_TYPED if typed else kernel.CDEF,
         src, cflags=kernel.COMMON_CFLAGS, include_dirs=(str(c_src),),
         ldflags=("-fopenmp",),
         depends=[c_src / "driver.c", c_src / "timing.c", c_src / "mk_ukernel.h",

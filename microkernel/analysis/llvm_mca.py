@@ -69,8 +69,7 @@ _A64_MATTR = ((re.compile(r"^(s|u)dot$"), "+dotprod"),
 #: x86 models to fall back to when the default one fails the FMA self-check (same core
 #: family, FMA pipes modelled right): LLVM <= 15's znver3 model charges a ymm/xmm FMA
 #: to both FP0 and FP1 (1 FMA/cycle instead of 2; llvm/llvm-project#59325)
-_MCPU_FALLBACKS = {"znver3": ("znver2",), "znver4": ("sapphirerapids", "icelake-server"),
-                   "sapphirerapids": ("icelake-server", "skylake-avx512"),
+_MCPU_FALLBACKS = {"znver3": ("znver2",), "sapphirerapids": ("icelake-server", "skylake-avx512"),
                    "icelake-server": ("skylake-avx512",)}
 
 
@@ -144,10 +143,9 @@ def _arch(isa: str) -> str:
 
 
 def default_mcpu(isa: str, cpu_info=None) -> str:
-    """llvm-mca ``-mcpu`` for an ISA: avx512 -> znver4 when the probe reports AMD family
-    0x19 and this llvm-mca knows it (LLVM 16 and later), else sapphirerapids (else
-    icelake-server, skylake-avx512, whichever it knows); avx2 and scalar -> znver3 when
-    the probe reports AMD family 0x19 (Zen 3/4), else haswell; neon and sve -> the first
+    """llvm-mca ``-mcpu`` for an ISA: avx512 -> sapphirerapids (else icelake-server,
+    skylake-avx512, whichever this llvm-mca knows); avx2 and scalar -> znver3 when the
+    probe reports AMD family 0x19 (Zen 3/4), else haswell; neon and sve -> the first
     of :data:`A64_MCPUS` this llvm-mca knows (neoverse-v2 first)."""
     exe = _llvm_mca()
     if isa in A64_MCPUS or _arch(isa) == "aarch64":
@@ -155,20 +153,19 @@ def default_mcpu(isa: str, cpu_info=None) -> str:
         known = _mca_cpus(exe, TRIPLES["aarch64"]) if exe else frozenset()
         return next((c for c in prefs if not known or c in known), prefs[0])
     known = _mca_cpus(exe) if exe else frozenset()
+    if isa == "avx512" or "-mavx512f" in ISAS[isa].cflags:   # and the typed AVX-512 / AMX ISAs
+        for c in ("sapphirerapids", "icelake-server", "skylake-avx512"):
+            if not known or c in known:
+                return c
+        return "skylake-avx512"
     if cpu_info is None:
         try:
             from ..probe import probe
             cpu_info = probe()
         except Exception:               # noqa: BLE001 - the mcpu is a best guess
             cpu_info = None
-    zen = (cpu_info is not None and getattr(cpu_info, "vendor", "") == "AuthenticAMD"
-           and cpu_info.features.get("family") == 0x19)
-    if isa == "avx512" or "-mavx512f" in ISAS[isa].cflags:   # and the typed AVX-512 / AMX ISAs
-        for c in (("znver4",) if zen else ()) + ("sapphirerapids", "icelake-server"):
-            if c in known or (not known and c != "znver4"):
-                return c
-        return "skylake-avx512"
-    if zen and (not known or "znver3" in known):
+    if cpu_info is not None and getattr(cpu_info, "vendor", "") == "AuthenticAMD" \
+            and cpu_info.features.get("family") == 0x19 and (not known or "znver3" in known):
         return "znver3"
     return "haswell"
 

@@ -183,13 +183,13 @@ def kernel_list(specs, *, title: str = "mk_kernels.inc",
 
 
 def desc_function(spec: TileSpec, fname: str, *, static: bool = False,
-                  edge: bool = True) -> str:
+                  edge: str | None = None) -> str:
     """C function ``void <fname>(mk_ukernel_desc *d)`` filling ``spec``'s descriptor
     (c_src/mk_ukernel.h): MR, NR (SVE: at the run-time VL), the micro-kernel and its
-    edge entry point (NULL where the tile has none, or with ``edge=False``: the driver
-    then computes edge tiles in its MR x NR buffer). Compile it with the ISA's flags
-    (it may read the VL)."""
+    edge entry point: the generated kernel's (NULL where it has none), or ``edge`` (a
+    symbol, or ``"NULL"``: the driver then computes edge tiles in its MR x NR buffer).
+    Compile it with the ISA's flags (it may read the VL)."""
     return (f"{'static ' if static else ''}void {fname}(mk_ukernel_desc *d)\n{{\n"
             f"    d->mr = {mr_expr(spec)};\n    d->nr = {nr_expr(spec)};\n"
             f"    d->ukernel = {symbol(spec)};\n"
-            f"    d->edge = {edge_symbol(spec) if edge else 'NULL'};\n}}\n")
+            f"    d->edge = {edge_symbol(spec) if edge is None else edge};\n}}\n")

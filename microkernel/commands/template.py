@@ -81,8 +81,9 @@ def render(name: str, filename: str | None = None) -> str:
     from ..tile import TileSpec
     spec = TileSpec.from_name(name)
     if spec.is_vla:
-        raise UsageError(f"{name}: an SVE tile's NR is read at run time (svcntw()); start "
-                         f"from the generated file of an SVE tile (`microkernel list` names "
+        raise UsageError(f"{name}: an SVE tile's NR (an SME tile's MR and NR) is read at run "
+                         f"time from the vector length (svcntw(), the streaming length); start "
+                         f"from the generated file of such a tile (`microkernel list` names "
                          f"them; `python -m microkernel.codegen` writes the built-ins into "
                          f"c_src/ukernels/)")
     lay = codegen.layout(spec)
