@@ -24,10 +24,11 @@ class UsageError(ValueError):
     """A bad argument, found before any work: the CLI prints it and exits 2."""
 
 
-def console(stderr: bool = False) -> Console:
-    """A rich console at least 100 columns wide (tables are laid out for 100)."""
+def console(stderr: bool = False, width: int = 100) -> Console:
+    """A rich console at least ``width`` columns wide (tables are laid out for 100),
+    wider where the terminal is."""
     cols = shutil.get_terminal_size((100, 24)).columns
-    return Console(highlight=False, width=max(cols, 100), stderr=stderr)
+    return Console(highlight=False, width=max(cols, width), stderr=stderr)
 
 
 def positive_int(text: str) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 
 from ..cross import (CUBES, DEFAULT_KERNELS, DEFAULT_VLS, NEON_CPU, REFUSAL_CPUS, CrossError,
@@ -77,9 +76,9 @@ def _tile_cell(k: KernelRun | None, sme: bool) -> str:
 def _print_table(rep: CrossReport) -> None:
     """One column per emulated CPU: the VL asked for and the VL the SVE code saw,
     the probe's choice, then cases passed/executed per kernel."""
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+    from .common import console as common_console
     t = Table(title="microkernel cross: aarch64 kernels under qemu (correctness only)")
     names = list(dict.fromkeys(k for r in rep.runs for k in r.kernels))
     t.add_column("", no_wrap=True)
@@ -102,8 +101,7 @@ def _print_table(rep: CrossReport) -> None:
     # as wide as the table (a column per emulated CPU): cut cells would hide the counts
     need = sum(3 + max(len(Text.from_markup(str(c)).plain) for c in [col.header, *col.cells])
                for col in t.columns) + 1
-    console = Console(highlight=False, width=max(shutil.get_terminal_size((100, 24)).columns,
-                                                 100, need))
+    console = common_console(width=need)
     console.print(t)
     console.print("VL in bits, observed = svcntw()*32 inside SVE code; SVL = the streaming "
                   "VL, RDSVL*8 inside SME code; cells: cases passed/executed (edge catalogue + "

@@ -16,11 +16,13 @@ from .common import UsageError, output_path
 
 __all__ = ["add_arguments", "run", "render"]
 
-EDGE = """
+_EDGE_DOC = """
 /* The edge entry point, optional (without it the driver computes edge tiles in its
  * MR x NR buffer): the same update on the top-left m x n corner only (1 <= m <= MR,
  * 1 <= n <= NR); the panels are still full MR and NR wide (zero-padded). */
-void mk_ukernel_@NAME@_edge(int64_t m, int64_t n, int64_t kc, const float *restrict alpha,
+"""
+
+EDGE = _EDGE_DOC + """void mk_ukernel_@NAME@_edge(int64_t m, int64_t n, int64_t kc, const float *restrict alpha,
         const float *restrict a, const float *restrict b,
         const float *restrict beta, float *restrict c, int64_t rs_c, int64_t cs_c)
 {
@@ -39,11 +41,7 @@ void mk_ukernel_@NAME@_edge(int64_t m, int64_t n, int64_t kc, const float *restr
 """
 
 
-EDGE_TYPED = """
-/* The edge entry point, optional (without it the driver computes edge tiles in its
- * MR x NR buffer): the same update on the top-left m x n corner only (1 <= m <= MR,
- * 1 <= n <= NR); the panels are still full MR and NR wide (zero-padded). */
-void mk_ukernel_@NAME@_edge(int64_t m, int64_t n, int64_t kc, const MK_TC *restrict alpha,
+EDGE_TYPED = _EDGE_DOC + """void mk_ukernel_@NAME@_edge(int64_t m, int64_t n, int64_t kc, const MK_TC *restrict alpha,
         const MK_TA *restrict a, const MK_TB *restrict b,
         const MK_TC *restrict beta, MK_TC *restrict c, int64_t rs_c, int64_t cs_c)
 {
