@@ -224,11 +224,12 @@ def module_source(spec: TileSpec, ukernel_source: str | None = None,
         specialise += (f"\n#ifndef MK_C_ALIGN\n#define MK_C_ALIGN {C_ALIGN_VECTOR_BYTES}"
                        f"\n#endif")
     typed = codegen.layout(spec).typed
+    edge_name = codegen.common.edge_symbol(spec)    # the contract's name, generated or not
     glue = (GLUE_TYPED if typed else GLUE).format(
         mr=codegen.mr_expr(spec), nr=nr, sym=sym, specialise=specialise,
         desc=codegen.desc_function(spec, "mk_fill_desc", static=True, edge=(
             None if ukernel_source is None else
-            f"{sym}_edge" if defines(ukernel_source, f"{sym}_edge") else "NULL")))
+            edge_name if defines(ukernel_source, edge_name) else "NULL")))
     ukernel = codegen.generate(spec) if ukernel_source is None else ukernel_source
     if ukernel_source is not None and source_path is not None:
         quoted = os.fspath(source_path).replace("\\", "\\\\").replace('"', '\\"')

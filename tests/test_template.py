@@ -37,19 +37,12 @@ def built(name: str, source: str) -> kernel.Kernel:
     """``name``'s module with ``source`` as its micro-kernel, built without ISA flags,
     its peak loop the scalar one."""
     spec = TileSpec.from_name(name)
-    src = kernel.module_source(spec, source)
+    args = kernel._build_args(spec, source)          # the module's own build, then:
     peak = codegen.generate_peak(spec.isa, spec.types)
-    assert peak in src
-    src = src.replace(peak, codegen.generate_peak("scalar"), 1)
-    c_src = build.c_src_dir()
-    typed = codegen.layout(spec).typed
-    mod = build.load_module(
-        f"tpl_{name}", kernel.CDEF_TYPED if typed else kernel.CDEF,
-        src, cflags=kernel.COMMON_CFLAGS, include_dirs=(str(c_src),),
-        ldflags=("-fopenmp",),
-        depends=[c_src / "driver.c", c_src / "timing.c", c_src / "mk_ukernel.h",
-                 c_src / "mk_convert.h", c_src / "mk_pool.h"])
-    return kernel.Kernel(spec, mod)
+    assert peak in args["source"]
+    args.update(name=f"tpl_{name}", cflags=kernel.COMMON_CFLAGS,   # no ISA flags
+                source=args["source"].replace(peak, codegen.generate_peak("scalar"), 1))
+    return kernel.Kernel(spec, build.load_module(**args))
 
 
 def test_the_list_covers_every_kind_of_panel():
