@@ -109,6 +109,7 @@ def test_inner_loop_counts_synthetic():
     assert loop.fmas == 4 and loop.per_k("fmas") == 2
     assert loop.fma_lanes == 64 and loop.flops == 128
     assert loop.vector_loads == 2                  # the B loads; the rbp operand is a reload
+    assert loop.folded_loads == 0                  # both are vmovups
     assert loop.broadcasts == 3 and loop.embedded_broadcasts == 2
     assert loop.stack_stores == 1 and loop.stack_loads == 1 and loop.spills == 2
     assert loop.frame_pointer                      # mov rbp,rsp: rbp-relative is stack
@@ -126,6 +127,7 @@ def test_rbp_is_not_stack_without_frame_pointer():
     assert not loop.frame_pointer
     assert loop.stack_loads == 0 and loop.stack_stores == 1
     assert loop.vector_loads == 3
+    assert loop.folded_loads == 1                  # vfmadd213ps zmm1,zmm2,[rbp-0x80]
 
 
 # A K loop split by the compiler: its second half sits after the function's return
@@ -366,6 +368,23 @@ def test_report_not_runnable_avx512(monkeypatch):
     assert rep["measured_cycles_per_k"] is None
     assert rep["fmas_per_k"] == 8 and rep["spills"] == 0
     assert rep["register_budget"]["needed"] == 10
+
+
+@needs_x86
+def test_report_notes_loads_folded_into_fmas():
+    """Where the compiler folds B loads into FMAs beyond the expected loads per k step
+    (avx2_s8s8_4x24: 12 accumulators, 3 B vectors, a broadcast and vpmaddwd's product
+    leave no register for B), the report says how many and that they are not spills."""
+    rep = mi.report("avx2_s8s8_4x24", measure=False)
+    per_k, per_iter = rep["loop"]["per_k"], rep["loop"]["per_iteration"]
+    notes = [n for n in rep["notes"] if n.startswith("vector loads:")]
+    if per_k["vector_loads"] > rep["expected"]["b_loads_per_k"] and per_iter["folded_loads"]:
+        assert len(notes) == 1
+        assert f"{per_iter['folded_loads']} of the {per_iter['vector_loads']}" in notes[0]
+    else:
+        assert notes == []
+    rep = mi.report("avx2_6x16", measure=False)       # 3 loads per k step, none folded
+    assert not [n for n in rep["notes"] if n.startswith("vector loads:")]
 
 
 def _args(*argv):

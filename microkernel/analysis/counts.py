@@ -13,7 +13,8 @@ x86-64 (Intel syntax; instruction classes from the Intel SDM vol. 2)
     ``tdpbssd``/``tdpbsud``/``tdpbusd``/``tdpbuud`` (64 each); AMX ``tileloadd`` and
     ``tilestored`` are counted apart (``tile_loads``, ``tile_stores``); separate
     multiplies and adds; vector loads (memory operands
-    of 16 bytes or more, also when folded into an arithmetic op); broadcasts
+    of 16 bytes or more, also when folded into an arithmetic op, which are counted
+    again as ``folded_loads``); broadcasts
     (``vbroadcastss`` and embedded-broadcast operands, which objdump prints as
     ``DWORD BCST [..]`` and LLVM as ``DWORD PTR [..]{1to16}``); spills and reloads:
     memory operands based on ``rsp`` (or ``rbp`` when the function sets it up as
@@ -124,6 +125,7 @@ class LoopInfo:
     scalable: bool = False         # SVE arithmetic: lanes counted as vectors
     tile_loads: int = 0            # AMX tileloadd (one tile register of rows each)
     tile_stores: int = 0           # AMX tilestored
+    folded_loads: int = 0          # of vector_loads: memory operands of arithmetic (x86)
 
     @property
     def instructions_total(self) -> int:
@@ -170,7 +172,7 @@ class LoopInfo:
         keys = ("fmas", "fma_lanes", "fma_by_element", "fma_predicated", "muls", "adds",
                 "flops", "vector_loads", "broadcasts", "embedded_broadcasts",
                 "scalar_loads", "stores", "stack_loads", "stack_stores", "spills",
-                "tile_loads", "tile_stores", "instructions")
+                "tile_loads", "tile_stores", "folded_loads", "instructions")
         per_iter = {k: (self.instructions_total if k == "instructions" else getattr(self, k))
                     for k in keys}
         return {"per_iteration": per_iter,
@@ -208,7 +210,7 @@ def uses_frame_pointer(ins: list[Instruction]) -> bool:
 def _zero_counts() -> dict:
     return dict(fmas=0, fma_lanes=0, muls=0, adds=0, flops=0, vector_loads=0, broadcasts=0,
                 embedded_broadcasts=0, scalar_loads=0, stores=0, stack_loads=0,
-                stack_stores=0, tile_loads=0, tile_stores=0)
+                stack_stores=0, tile_loads=0, tile_stores=0, folded_loads=0)
 
 
 # -- x86-64 -----------------------------------------------------------------------------
@@ -227,6 +229,7 @@ def _count_x86(body: list[Instruction], c: dict, frame_pointer: bool) -> None:
     for ins in body:
         mn = ins.base_mnemonic
         m = _FMA_RE.match(mn)
+        arith = bool(m) or mn in _DOT or bool(_MUL_RE.match(mn)) or bool(_ADD_RE.match(mn))
         if m:
             lanes = _lanes(ins, *m.groups())
             c["fmas"] += 1
@@ -279,6 +282,7 @@ def _count_x86(body: list[Instruction], c: dict, frame_pointer: bool) -> None:
                 pass                      # counted as a broadcast above
             elif mem["size"] is not None and mem["size"] >= 16:
                 c["vector_loads"] += 1
+                c["folded_loads"] += arith
             else:
                 c["scalar_loads"] += 1
 

@@ -192,6 +192,15 @@ def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = Tru
             f"{spec.isa} {spec.types}: one k step of the counts is one K group of "
             f"{_kgroup(spec)} (the panels' layout); FMAs are the typed multiply-adds "
             "(sdot, smmla, bfmmla, fmlal, fmopa ...), their lanes the multiply-adds each does")
+    exp_loads = out["expected"].get("vector_loads_per_k", out["expected"].get("b_loads_per_k"))
+    loads_k = loop.vector_loads / loop.k_unroll
+    if exp_loads is not None and loads_k > exp_loads and loop.folded_loads:
+        out["notes"].append(
+            f"vector loads: {loads_k:.2f} per k step against {exp_loads:g} expected; "
+            f"{loop.folded_loads} of the {loop.vector_loads} per iteration are memory operands "
+            "folded into FMAs (the compiler re-reads a B vector from L1 there instead of "
+            "holding it in a register)" + ("; no stack access, so not a spill"
+                                            if not loop.spills else ""))
     if arch == "aarch64":
         out["notes"].append("aarch64 counts are registers transferred: ldp/stp and "
                             "multi-register ld1/st1 count each register")

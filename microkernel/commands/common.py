@@ -15,7 +15,7 @@ import time
 
 from rich.console import Console
 
-__all__ = ["blocking_arg", "console", "positive_int", "positive_ints", "csv", "nonneg_float",
+__all__ = ["blocking_arg", "console", "positive_int", "positive_ints", "positive_ints_or_none", "csv", "nonneg_float",
            "fraction", "output_path", "need_matplotlib", "check_threads", "Progress",
            "write_json", "UsageError", "python_command"]
 
@@ -59,6 +59,11 @@ def positive_ints(text: str) -> list[int]:
     if not out:
         raise argparse.ArgumentTypeError(f"expected at least one positive integer, got {text!r}")
     return out
+
+
+def positive_ints_or_none(text: str) -> list[int]:
+    """argparse type: as :func:`positive_ints`, but an empty value means none (``[]``)."""
+    return positive_ints(text) if text.replace(",", "").strip() else []
 
 
 def csv(text: str) -> list[str]:

@@ -29,7 +29,7 @@ from rich.table import Table
 from .. import stats
 from .bench import add_dtype_argument, resolve_dtype, resolve_peers
 from .common import (Progress, UsageError, check_threads, console, fraction, nonneg_float, output_path,
-                     positive_int, write_json)
+                     positive_int, positive_ints_or_none, write_json)
 
 __all__ = ["add_arguments", "run", "parse_contenders"]
 
@@ -38,7 +38,7 @@ def add_arguments(p) -> None:
     p.add_argument("--kernels", required=True,
                    help="contenders NAME[@SOURCE.c][:kc=N,mc=N,nc=N,chunks=N,parts=N], ',' or ';' "
                         "separated")
-    p.add_argument("--sizes", default=None,
+    p.add_argument("--sizes", type=positive_ints_or_none, default=None,
                    help="square sizes n, comma-separated (default 512,1024,2048 without "
                    "--workload, none with it)")
     p.add_argument("--workload", choices=["deepbench", "square", "minilm"])
@@ -98,13 +98,7 @@ def parse_contenders(text: str):
 def _problems(args):
     from .. import workloads
     from ..bench import tiled
-    sizes = args.sizes if args.sizes is not None else ("" if args.workload else "512,1024,2048")
-    try:
-        ns = [int(x) for x in sizes.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"--sizes {sizes!r}: expected comma-separated positive integers") from None
-    if any(n < 1 for n in ns):
-        raise UsageError(f"--sizes {sizes!r}: sizes must be positive")
+    ns = args.sizes if args.sizes is not None else ([] if args.workload else [512, 1024, 2048])
     problems = workloads.square(ns)
     if args.workload:
         problems += workloads.load(args.workload, args.scale)
