@@ -26,6 +26,21 @@ def test_list_and_validate(capsys):
     assert rep[0]["kernel"] == "scalar_4x4" and rep[0]["cases"] > 40 and rep[0]["failed"] == 0
 
 
+def test_validate_defaults_to_every_runnable_type(capsys):
+    """Without --kernel, validate checks the built-in kernels of every input type this
+    machine runs (the scalar bf16 and s8s8 tiles run everywhere); --dtype narrows it."""
+    assert main(["validate", "--quick", "--dtype", "s8s8", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    names = [r["kernel"] for r in rep]
+    assert "scalar_s8s8_4x4" in names and all("s8s8" in n for n in names)
+    assert all(r["failed"] == 0 for r in rep)
+    assert main(["validate", "--quick", "--json"]) == 0
+    names = {r["kernel"] for r in json.loads(capsys.readouterr().out)}
+    assert {"scalar_4x4", "scalar_bf16_4x4", "scalar_f16_4x4", "scalar_u8u8_4x4"} <= names
+    assert main(["validate", "--kernel", "scalar_4x4", "--dtype", "f32"]) == 2
+    assert "without --kernel" in capsys.readouterr().err
+
+
 def test_unrunnable_isa_is_exit_2_with_message(capsys, monkeypatch):
     missing = [i for i in ("avx512", "avx2", "neon", "sve") if not mk.probe().supports(i)]
     assert main(["validate", "--kernel", f"{missing[0]}_8x16" if missing[0] != "sve"

@@ -142,6 +142,18 @@ def test_compare_refuses_to_time_a_broken_variant(tmp_path, monkeypatch, capsys)
     assert not timed
 
 
+def test_bench_refuses_to_time_a_broken_variant(tmp_path, monkeypatch, capsys):
+    """bench, like compare, runs a user's micro-kernel through the catalogue before its
+    L1 race and exits 1 (a validation failure) without timing anything."""
+    from microkernel.cli import main
+    broken = _variant(tmp_path, GENERATED.replace(LAST_STORE, ""))
+    monkeypatch.setattr("microkernel.timing.Rounds.round",
+                        lambda *a, **k: pytest.fail("timed a broken variant"))
+    assert main(["bench", "--kernel", f"scalar_4x4@{broken}", "--sizes", "16",
+                 "--rounds", "2"]) == 1
+    assert "edge-catalogue case" in " ".join(capsys.readouterr().out.split())
+
+
 def test_compare_names_a_missing_source_as_a_usage_error(tmp_path, capsys):
     from microkernel.cli import main
     assert main(["compare", "--kernels", f"scalar_4x4@{tmp_path / 'no.c'}", "--sizes", "16"]) == 2

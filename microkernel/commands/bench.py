@@ -16,7 +16,7 @@ from rich.table import Table
 
 from .. import stats
 from .common import (UsageError, check_threads, console, nonneg_float, output_path,
-                     positive_int, positive_ints, write_json)
+                     positive_int, positive_ints, sources_pass_catalogue, write_json)
 
 __all__ = ["add_arguments", "run", "DTYPES", "add_dtype_argument", "resolve_dtype",
            "resolve_peers"]
@@ -117,6 +117,8 @@ def run(args) -> int:
         blk = blk.replace(**args.blocking)  # ValueError (exit 2) for values < 1
     problems = square(args.sizes) if args.workload == "square" else load(args.workload)
     con = console()
+    if not sources_pass_catalogue(ks, con):
+        return 1
     best = get_kernel()   # the peak of this core: FMA chains of the best usable ISA
     typed = dtype != "f32" or any(k.spec.types != "f32" for k in ks)
     own = bench.kernel_peaks(ks) if typed else None   # typed: each its own instruction's peak
@@ -158,8 +160,12 @@ def run(args) -> int:
     cst = codegen.c_stationary(kern.spec, None if kern.source is None else
                                open(kern.source, encoding="utf-8").read())
     for threads in args.threads:
-        cons = bench.gemm_contenders([entry], problems, threads=threads, peers=peer_names,
-                                     types=dtype)
+        try:
+            cons = bench.gemm_contenders([entry], problems, threads=threads, peers=peer_names,
+                                         types=dtype)
+        except bench.WrongResult as exc:   # a validation failure: exit 1, as compare
+            con.print(f"[red]not timed[/red]: {exc}")
+            return 1
         if threads == 1:   # one thread: that peak loop beside every shape, paired by round
             cons += [bench.peak_contender(pname, kern if own else best, shape=p.label)
                      for p in problems]

@@ -17,7 +17,7 @@ from rich.console import Console
 
 __all__ = ["blocking_arg", "console", "positive_int", "positive_ints", "positive_ints_or_none", "csv", "nonneg_float",
            "fraction", "output_path", "need_matplotlib", "check_threads", "Progress",
-           "write_json", "UsageError", "python_command"]
+           "write_json", "UsageError", "python_command", "sources_pass_catalogue"]
 
 
 class UsageError(ValueError):
@@ -201,3 +201,20 @@ def blocking_arg(text: str) -> dict[str, int]:
             f"expected kc=N,mc=N,nc=N[,chunks=N,parts=N] (any of them, each once; kc, mc, nc in "
             f"elements), got {text!r}")
     return out
+
+
+def sources_pass_catalogue(kernels, con) -> bool:
+    """Correct before fast: each of ``kernels`` built from a user's C file (``@SOURCE``)
+    runs the whole edge catalogue first; False (after printing the first failure of the
+    first that fails) when one fails, so that the caller exits 1 before timing anything."""
+    from .. import validate
+    for k in kernels:
+        if k.source is None:
+            continue
+        bad = [r for r in validate.run_catalogue(k) if not r.ok]
+        if bad:
+            con.print(f"[red]{k.label}[/red]: {len(bad)} edge-catalogue case(s) failed, "
+                      f"first {bad[0].case.label}: {bad[0].detail}")
+            return False
+        con.print(f"{k.label}: edge catalogue passed")
+    return True

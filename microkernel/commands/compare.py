@@ -29,7 +29,7 @@ from rich.table import Table
 from .. import stats
 from .bench import add_dtype_argument, resolve_dtype, resolve_peers
 from .common import (Progress, UsageError, check_threads, console, fraction, nonneg_float, output_path,
-                     positive_int, positive_ints_or_none, write_json)
+                     positive_int, positive_ints_or_none, sources_pass_catalogue, write_json)
 
 __all__ = ["add_arguments", "run", "parse_contenders"]
 
@@ -111,7 +111,7 @@ def _problems(args):
 
 
 def run(args) -> int:
-    from .. import peers as peers_mod, validate
+    from .. import peers as peers_mod
     from ..bench import WrongResult, gemm_contenders
     from ..timing import Rounds
     json_path = output_path("--json", args.json)
@@ -130,14 +130,8 @@ def run(args) -> int:
                    if n not in peer_names}
         for n, why in missing.items():
             con.print(f"peer {n}: not timed on {dtype} ({why or 'not asked for'})")
-    for e in entries:
-        if e.kernel.source is not None:      # a hand-made micro-kernel: correct before fast
-            bad = [r for r in validate.run_catalogue(e.kernel) if not r.ok]
-            if bad:
-                con.print(f"[red]{e.label}[/red]: {len(bad)} edge-catalogue case(s) failed, "
-                          f"first {bad[0].case.label}: {bad[0].detail}")
-                return 1
-            con.print(f"{e.label}: edge catalogue passed")
+    if not sources_pass_catalogue([e.kernel for e in entries], con):
+        return 1
     with peers_mod.limit_threads(args.threads, peer_names), Progress() as progress:
         progress(f"checking {len(entries)} contender(s) and {len(peer_names)} peer(s) on "
                  f"{len(problems)} shape(s) against float64")

@@ -5,13 +5,18 @@ import json
 
 from rich.table import Table
 
-from .common import console
+from .bench import DTYPES
+from .common import UsageError, console
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--kernel", action="append", help="tile name (repeatable); default: all runnable")
+    p.add_argument("--kernel", action="append",
+                   help="tile name (repeatable); default: every built-in kernel this machine "
+                        "runs, of every input type (or of --dtype)")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="without --kernel: only the built-in kernels of these input types")
     p.add_argument("--quick", action="store_true", help="one case per remainder")
     p.add_argument("--source", help="C file replacing the generated micro-kernel of the one "
                    "--kernel (must define mk_ukernel_<name>; see c_src/mk_ukernel.h)")
@@ -21,7 +26,12 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from ..dispatch import get_kernel, kernels
     from ..validate import run_catalogue
-    names = args.kernel or kernels()
+    if args.kernel and args.dtype:
+        raise UsageError("--dtype selects built-in kernels: give it without --kernel")
+    names = args.kernel or kernels(args.dtype)
+    if not names:
+        raise UsageError(f"no built-in {args.dtype} kernel runs on this machine "
+                         "(microkernel list shows what runs here)")
     if args.source is not None and len(args.kernel or ()) != 1:
         raise ValueError("--source replaces the micro-kernel of one tile: give exactly one --kernel")
     report, failed = [], 0
