@@ -393,6 +393,17 @@ def _args(*argv):
     return p.parse_args(list(argv))
 
 
+@pytest.mark.skipif(not HAS_MCA, reason="llvm-mca not installed")
+def test_run_asm_unknown_mcpu_is_refused_before_any_build(capsys, monkeypatch):
+    from microkernel.analysis import reporting
+    monkeypatch.setattr(reporting, "disassemble",
+                        lambda *a, **k: pytest.fail("built before checking --mcpu"))
+    assert asm_cmd.run(_args("avx2_4x24_u8", "--mcpu", "znver", "--no-measure")) == 2
+    err = capsys.readouterr().err
+    assert "microkernel asm: error: --mcpu 'znver'" in err and "znver2" in err
+    assert len(err.splitlines()) == 1
+
+
 @needs_x86
 def test_run_asm_json(capsys):
     assert asm_cmd.run(_args("avx512_8x16", "--json", "--no-measure")) == 0

@@ -36,14 +36,15 @@ import functools
 import os
 import re
 import shutil
+import difflib
 import subprocess
 
 from ..tile import ISAS
 from .disasm import host_arch, parse
 from .loops import LoopInfo, count, inner_loop
 
-__all__ = ["McaInfo", "mca", "default_mcpu", "checked_mcpu", "mca_fma_rate", "TRIPLES",
-           "A64_MCPUS"]
+__all__ = ["McaInfo", "mca", "default_mcpu", "checked_mcpu", "check_mcpu", "mca_fma_rate",
+           "TRIPLES", "A64_MCPUS"]
 
 #: llvm-mca -mtriple per architecture
 TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-linux-gnu"}
@@ -128,6 +129,22 @@ def _mca_cpus(exe: str, triple: str = TRIPLES["x86_64"]) -> frozenset:
                          text=True, check=False)
     return frozenset(re.findall(r"^\s+([a-z0-9][\w.-]*)\s+- Select", res.stdout + res.stderr,
                                 re.MULTILINE))
+
+
+def check_mcpu(mcpu: str | None, arch: str = "x86_64") -> None:
+    """Refuse an ``-mcpu`` that the installed llvm-mca does not know for ``arch``
+    (``llvm-mca -mtriple=.. -mcpu=help``), before any work: ValueError naming the nearest
+    CPUs it knows. Nothing to check without ``mcpu`` or without llvm-mca."""
+    exe = _llvm_mca()
+    if not mcpu or exe is None:
+        return
+    known = _mca_cpus(exe, TRIPLES.get(arch, TRIPLES["x86_64"]))
+    if known and mcpu not in known:
+        near = difflib.get_close_matches(mcpu, sorted(known), n=4, cutoff=0.5)
+        raise ValueError(f"--mcpu {mcpu!r}: llvm-mca {_mca_version(exe)} knows no such "
+                         f"{arch} CPU" + (f"; nearest: {', '.join(near)}" if near else "")
+                         + f" (llvm-mca -mtriple={TRIPLES.get(arch, TRIPLES['x86_64'])} "
+                         "-mcpu=help lists them)")
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,7 +12,7 @@ import os
 from ..tile import TileSpec, register_budget
 from .disasm import SYNTAXES, _spec, arch_of, disassemble, object_path
 from .loops import LoopInfo, _loop_cached
-from .llvm_mca import checked_mcpu, mca
+from .llvm_mca import check_mcpu, checked_mcpu, mca
 from .measured import measure as _measure
 from .measured import perf_cycles_available, runnable
 
@@ -142,11 +142,13 @@ def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = Tru
 
     Raises TileError (bad name), NotImplementedError (an x86 ISA on a non-x86 host),
     CrossToolsMissing / CrossError (aarch64 tools missing, compile failure),
-    BuildError, RuntimeError (objdump), ValueError (no loop in the micro-kernel).
+    BuildError, RuntimeError (objdump), ValueError (no loop in the micro-kernel, or an
+    ``mcpu`` that llvm-mca does not know: :func:`~.llvm_mca.check_mcpu`, before any build).
     """
     from .. import codegen
     spec = _spec(spec)
     arch = arch_of(spec)
+    check_mcpu(mcpu, arch)
     asm = disassemble(spec, source, source_path)
     loop = _loop_cached(spec, asm)
     b = register_budget(spec)

@@ -16,6 +16,8 @@ import json
 import re
 import sys
 
+from rich.markup import escape
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -28,8 +30,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--mcpu", default=None,
                         help="llvm-mca -mcpu (default: sapphirerapids for avx512; znver3 "
                              "on AMD family 0x19, else haswell, for avx2/scalar; "
-                             "neoverse-v2 for neon/sve, or the nearest model this "
-                             "llvm-mca has)")
+                             "neoverse-v2 for neon/sve; a default whose model fails the "
+                             "FMA self-check is replaced by the nearest that passes, e.g. "
+                             "znver2 for znver3 on LLVM <= 15, and a note says so)")
     parser.add_argument("--full", action="store_true",
                         help="print the whole micro-kernel function, not only the K loop")
     parser.add_argument("--no-measure", action="store_true",
@@ -148,7 +151,9 @@ def _print(rep: dict) -> None:
         notes.append(f"llvm-mca {m['version']} ({m.get('triple', '')}), {m['iterations']} "
                      f"iterations simulated")
     else:
-        ct.add_row("llvm-mca", "-", rep.get("mca_error") or rep.get("mca_missing", "-"))
+        why = (rep.get("mca_error") or rep.get("mca_missing", "-")).splitlines()
+        ct.add_row("llvm-mca", "-", escape("\n".join(why[:4]) + (
+            f"\n... ({len(why) - 4} more lines with --json)" if len(why) > 4 else "")))
     meas = rep["measured"]
     if meas.get("runnable") and "cycles_per_k" in meas:
         frac = meas["fraction_of_peak"]
@@ -183,7 +188,7 @@ def run(args) -> int:
                      full=getattr(args, "full", False), source=source,
                      source_path=getattr(args, "source", None))
     except (TileError, NotImplementedError, CrossToolsMissing, CrossError, BuildError,
-            OSError) as exc:
+            OSError, ValueError) as exc:
         print(f"microkernel asm: error: {exc}", file=sys.stderr)
         return 2
     if getattr(args, "json", False):
