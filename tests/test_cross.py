@@ -453,3 +453,29 @@ def test_vector_length_errors_name_what_differs():
     assert _length_errors("cortex-a72", "VL", "SVE", None, None, None, True) == [
         "cortex-a72 has no SVE but the probe cleared it"]
     assert _length_errors("cortex-a72", "VL", "SVE", None, None, None, False) == []
+
+
+@needs_tools
+def test_bad_arguments_are_refused_before_the_harness_builds(monkeypatch):
+    """An unknown NEON-only CPU, a timeout or jobs below 1: ValueError naming it, before
+    the harness is compiled or qemu runs (no emulated 'FAIL' for a typo)."""
+    from microkernel.cross import run as cross_run
+    monkeypatch.setattr(cross_run, "build_harness",
+                        lambda *a, **k: pytest.fail("built the harness"))
+    with pytest.raises(ValueError, match=r"--neon-cpu\) 'cortex-a7'.*nearest: cortex-a7\d"):
+        cross.cross_validate(["neon_8x12"], vls=(128,), neon_cpu="cortex-a7")
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        cross.cross_validate(["neon_8x12"], vls=(128,), timeout=0)
+    with pytest.raises(ValueError, match="jobs must be >= 1"):
+        cross.cross_validate(["neon_8x12"], vls=(128,), jobs=-1)
+
+
+@needs_tools
+def test_progress_hears_of_the_build_and_each_run():
+    said = []
+    rep = cross.cross_validate(["neon_8x12"], vls=(128,), neon_cpu="cortex-a72", refusal=False,
+                               quick=True, timeout=300, progress=said.append)
+    assert rep.ok
+    assert said[0].startswith("building the aarch64 harness")
+    assert sorted(s.split()[0] for s in said[2:]) == ["neon-only", "sve-128"]
+    assert [r.label for r in rep.runs] == ["sve-128", "neon-only"]   # configs' order kept

@@ -15,7 +15,7 @@ from rich import box
 from rich.table import Table
 
 from .. import stats
-from .common import (UsageError, check_threads, console, nonneg_float, output_path,
+from .common import (UsageError, check_threads, console, output_path, positive_float,
                      positive_int, positive_ints, sources_pass_catalogue, write_json)
 
 __all__ = ["add_arguments", "run", "DTYPES", "add_dtype_argument", "resolve_dtype",
@@ -69,7 +69,7 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", type=positive_ints, default=[1], help="e.g. 1,2")
     p.add_argument("--rounds", type=positive_int, default=7,
                    help="interleaved rounds (default 7; the intervals come from them)")
-    p.add_argument("--min-time", type=nonneg_float, default=0.02,
+    p.add_argument("--min-time", type=positive_float, default=0.02,
                    help="seconds each sample lasts at least (default 0.02)")
     p.add_argument("--peers", help="reference libraries (default: every one installed)")
     p.add_argument("--blocking", type=blocking_arg, metavar="kc=N,mc=N,nc=N,chunks=N,parts=N",
@@ -98,8 +98,6 @@ def run(args) -> int:
     json_path = output_path("--json", args.json)
     if args.rounds < 2:
         raise UsageError("--rounds must be >= 2 (the intervals come from the rounds)")
-    if args.min_time <= 0:
-        raise UsageError("--min-time must be > 0 seconds")
     check_threads(args.threads)
     dtype = getattr(args, "dtype", None)
     names = args.kernel or kernels(dtype or "f32")

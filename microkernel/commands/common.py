@@ -15,7 +15,7 @@ import time
 
 from rich.console import Console
 
-__all__ = ["blocking_arg", "console", "positive_int", "positive_ints", "positive_ints_or_none", "csv", "nonneg_float",
+__all__ = ["blocking_arg", "console", "positive_int", "positive_ints", "positive_ints_or_none", "csv", "nonneg_float", "positive_float",
            "fraction", "output_path", "need_matplotlib", "check_threads", "Progress",
            "write_json", "UsageError", "python_command", "sources_pass_catalogue"]
 
@@ -78,6 +78,17 @@ def nonneg_float(text: str) -> float:
         v = float("nan")
     if not (v == v and v != float("inf") and v >= 0):
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (v == v and v != float("inf") and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
     return v
 
 

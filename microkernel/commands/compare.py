@@ -29,7 +29,8 @@ from rich.table import Table
 from .. import stats
 from .bench import add_dtype_argument, resolve_dtype, resolve_peers
 from .common import (Progress, UsageError, check_threads, console, fraction, nonneg_float, output_path,
-                     positive_int, positive_ints_or_none, sources_pass_catalogue, write_json)
+                     positive_float, positive_int, positive_ints_or_none, sources_pass_catalogue,
+                     write_json)
 
 __all__ = ["add_arguments", "run", "parse_contenders"]
 
@@ -48,7 +49,7 @@ def add_arguments(p) -> None:
                    help="also time the n = 1 shapes (the driver's GEMV path, not the tile)")
     p.add_argument("--rounds", type=positive_int, default=15)
     p.add_argument("--threads", type=positive_int, default=1)
-    p.add_argument("--min-time", type=nonneg_float, default=0.02,
+    p.add_argument("--min-time", type=positive_float, default=0.02,
                    help="seconds each sample lasts at least")
     p.add_argument("--margin", type=fraction, default=stats.DEFAULT_MARGIN,
                    help="speed difference below which contenders tie (default 0: tied "
@@ -115,8 +116,6 @@ def run(args) -> int:
     from ..bench import WrongResult, gemm_contenders
     from ..timing import Rounds
     json_path = output_path("--json", args.json)
-    if args.min_time <= 0:
-        raise UsageError("--min-time must be > 0 seconds")
     if args.rounds < 2:
         raise UsageError("--rounds must be >= 2 (the intervals come from the rounds)")
     check_threads(args.threads)

@@ -12,6 +12,7 @@ import sys
 from ..cross import (CUBES, DEFAULT_KERNELS, DEFAULT_VLS, NEON_CPU, REFUSAL_CPUS, CrossError,
                      CrossReport, CrossToolsMissing, KernelRun, check_specs, cross_validate)
 from ..tile import TileError
+from .common import Progress, positive_float, positive_int
 
 __all__ = ["add_arguments", "run", "main"]
 
@@ -47,10 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                              "the built-in aarch64 tiles)")
     parser.add_argument("--quick", action="store_true",
                         help="reduced catalogue: one case per M/N remainder, no 'medium'")
-    parser.add_argument("--jobs", type=int, default=None,
+    parser.add_argument("--jobs", type=positive_int, default=None,
                         help="qemu processes at a time (default: CPUs, at most one per config)")
     parser.add_argument("--seed", type=int, default=0, help="operand seed")
-    parser.add_argument("--timeout", type=float, default=600.0,
+    parser.add_argument("--timeout", type=positive_float, default=600.0,
                         help="seconds per emulated run (default 600)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
@@ -145,10 +146,11 @@ def run(args: argparse.Namespace) -> int:
     neon_cpu = None if str(args.neon_cpu).lower() in ("", "none", "off") else args.neon_cpu
     try:
         specs = check_specs([s.strip() for s in args.kernels.split(",") if s.strip()])
-        rep = cross_validate(specs, args.vl, neon_cpu,
-                             refusal=not getattr(args, "no_refusal_cpus", False),
-                             quick=args.quick, jobs=args.jobs, seed=args.seed,
-                             timeout=args.timeout)
+        with Progress() as progress:
+            rep = cross_validate(specs, args.vl, neon_cpu,
+                                 refusal=not getattr(args, "no_refusal_cpus", False),
+                                 quick=args.quick, jobs=args.jobs, seed=args.seed,
+                                 timeout=args.timeout, progress=progress)
     except (CrossToolsMissing, CrossError, TileError, ValueError) as exc:
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, "error": str(exc)}))

@@ -19,6 +19,7 @@ Emulated timings are not performance numbers: nothing here reports one.
 from __future__ import annotations
 
 import concurrent.futures
+import difflib
 import dataclasses
 import hashlib
 import os
@@ -31,7 +32,7 @@ from . import wire
 from .configs import (CUBES, DEFAULT_VLS, NEON_CPU, REFUSAL_CPUS, CpuConfig, case_seed,
                       cases_for, cpu_configs, vector_bits_for)
 from .harness import DEFAULT_KERNELS, build_harness, check_specs
-from .tools import Tools, find_tools
+from .tools import Tools, find_tools, qemu_cpus
 
 __all__ = ["DEFAULT_VLS", "NEON_CPU", "CUBES", "REFUSAL_CPUS", "CpuConfig", "KernelRun",
            "RunReport", "CrossReport", "cpu_configs", "cases_for", "run_config",
@@ -354,19 +355,37 @@ def identity(runs) -> dict:
 def cross_validate(specs=DEFAULT_KERNELS, vls=DEFAULT_VLS, neon_cpu: str | None = NEON_CPU,
                    *, refusal: bool = True, quick: bool = False, jobs: int | None = None,
                    seed: int = 0, timeout: float = 600.0, tools: Tools | None = None,
-                   cases_fn=None) -> CrossReport:
+                   cases_fn=None, progress=None) -> CrossReport:
     """Build the harness and run it on every CPU config (:func:`cpu_configs`: the VLs,
     the NEON-only CPU, with ``refusal`` the CPUs that refuse the typed ISAs), in
-    parallel, ``jobs`` qemu processes at a time. ``cases_fn`` as for :func:`run_config`.
-    Raises TileError, ValueError (a bad VL), CrossToolsMissing or CrossError."""
+    parallel, ``jobs`` qemu processes at a time. ``cases_fn`` as for :func:`run_config`;
+    ``progress(text)``, if given, hears of the build and of each finished run.
+    Raises TileError, ValueError (a bad VL, a ``neon_cpu`` qemu does not know, a
+    ``timeout`` or ``jobs`` below 1), CrossToolsMissing or CrossError, all before any
+    emulated run."""
+    say = progress or (lambda text: None)
     specs = check_specs(specs)
-    tools = tools or find_tools()
-    harness = build_harness(specs, tools)
     configs = cpu_configs(vls, neon_cpu, refusal)
-    jobs = max(1, jobs or min(len(configs), os.cpu_count() or 1))
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    tools = tools or find_tools()
+    known = qemu_cpus(tools.qemu)
+    if neon_cpu and known and neon_cpu.split(",")[0] not in known:
+        near = difflib.get_close_matches(neon_cpu.split(",")[0], sorted(known), n=4, cutoff=0.5)
+        raise ValueError(f"NEON-only CPU (--neon-cpu) {neon_cpu!r}: {os.path.basename(tools.qemu)} knows no "
+                         f"such -cpu" + (f"; nearest: {', '.join(near)}" if near else "")
+                         + f" ({os.path.basename(tools.qemu)} -cpu help lists them)")
+    say(f"building the aarch64 harness ({len(specs)} tiles)")
+    harness = build_harness(specs, tools)
+    jobs = jobs or min(len(configs), os.cpu_count() or 1)
+    say(f"running the catalogue under qemu on {len(configs)} CPU configs, {jobs} at a time")
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        runs = list(pool.map(lambda c: run_config(harness, tools, c, specs, quick=quick,
-                                                  seed=seed, timeout=timeout,
-                                                  cases_fn=cases_fn), configs))
+        futures = {pool.submit(run_config, harness, tools, c, specs, quick=quick, seed=seed,
+                               timeout=timeout, cases_fn=cases_fn): c for c in configs}
+        for done, f in enumerate(concurrent.futures.as_completed(futures), 1):
+            say(f"{futures[f].label} done ({done} of {len(configs)})")
+        runs = [f.result() for f in futures]
     return CrossReport(str(harness), tools.cc_version, tools.qemu_version, quick, runs,
                        identity(runs))

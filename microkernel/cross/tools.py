@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import os
 import platform
+import re
 import shutil
 import subprocess
 
@@ -77,6 +78,14 @@ def find_tools(cc: str | None = None, qemu: str | None = None) -> Tools:
         raise _missing(f"{cc} has no static aarch64 C library (libc.a)")
     return Tools(cc_path, qemu_path, _first_line([cc_path, "--version"]),
                  _first_line([qemu_path, "--version"]))
+
+
+@functools.lru_cache(maxsize=None)
+def qemu_cpus(qemu: str) -> frozenset:
+    """The ``-cpu`` names ``qemu`` knows (``qemu-aarch64 -cpu help``); empty when it does
+    not list them."""
+    res = subprocess.run([qemu, "-cpu", "help"], capture_output=True, text=True, check=False)
+    return frozenset(re.findall(r"^\s+([\w.-]+)\s*$", res.stdout, re.MULTILINE))
 
 
 @dataclasses.dataclass(frozen=True)
