@@ -226,5 +226,8 @@ def _with_nc(kc, mc, nr, sa, sb, l3, why) -> Blocking:
         c_bc = max(1, l3.ways - 1 - math.ceil(2 * kc * mc * sa / (l3.line_bytes * l3.sets)))
         nc_model = c_bc * l3.sets * l3.line_bytes // (kc * sb)
         nc = _round_down(min(nc_model, NC_CAP), nr)
-        why.append(f"NC={nc}: L3 {l3.ways}-way x {l3.sets} sets gives {nc_model}, capped at {NC_CAP}")
+        why.append(f"NC={nc}: L3 {l3.ways}-way x {l3.sets} sets gives {nc_model}"
+                   + (f", capped at {NC_CAP}" if nc_model > NC_CAP else "")
+                   + (f", rounded down to a multiple of NR={nr}" if nc % nr == 0
+                      and nc != min(nc_model, NC_CAP) else ""))
     return Blocking(kc, mc, nc, tuple(why))

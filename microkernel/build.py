@@ -70,14 +70,24 @@ def c_src_dir() -> pathlib.Path:
 
 
 def cache_dir() -> pathlib.Path:
-    """Where compiled modules live (created on first use)."""
+    """Where compiled modules live (created on first use). Raises OSError naming
+    ``$MICROKERNEL_CACHE_DIR`` (or the per-user directory) when it cannot be created or
+    written."""
     env = os.environ.get("MICROKERNEL_CACHE_DIR")
     if env:
         path = pathlib.Path(env)
     else:
         import platformdirs
         path = pathlib.Path(platformdirs.user_cache_dir("microkernel"))
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(f"not writable: {path}")
+    except OSError as exc:
+        where = "$MICROKERNEL_CACHE_DIR" if env else "the per-user cache directory"
+        raise OSError(f"{where} ({path}) is not a usable directory for compiled kernels: "
+                      f"{exc.strerror or exc}; set MICROKERNEL_CACHE_DIR to a writable "
+                      "directory") from None
     return path
 
 

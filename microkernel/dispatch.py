@@ -15,7 +15,7 @@ from . import registry
 from .tile import ISAS, TileError, TileSpec
 
 __all__ = ["IsaUnavailableError", "usable_isas", "best_isa", "kernels", "get_kernel",
-           "default_tile"]
+           "default_tile", "check_source"]
 
 
 class IsaUnavailableError(RuntimeError):
@@ -106,8 +106,7 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
     ISA), OSError (source unreadable), UnicodeDecodeError (not UTF-8) and
     build.BuildError (compiler failure, or a module that does not load).
     """
-    from . import codegen
-    from .kernel import defines, load
+    from .kernel import load
     if name is None:
         spec = default_tile()
     elif isinstance(name, TileSpec):
@@ -136,8 +135,17 @@ def get_kernel(name: str | TileSpec | None = None, *, source: str | os.PathLike 
     path = os.fspath(source)
     with open(path, encoding="utf-8") as f:
         text = f.read()
+    check_source(spec, text, path)
+    return load(spec, text, path)
+
+
+def check_source(spec: TileSpec | str, text: str, path) -> None:
+    """TileError unless the C ``text`` (read from ``path``) defines ``spec``'s
+    micro-kernel entry point, ``mk_ukernel_<name>`` (c_src/mk_ukernel.h)."""
+    from . import codegen
+    from .kernel import defines
+    spec = TileSpec.of(spec)
     sym = codegen.symbol(spec)
     if not defines(text, sym):
-        raise TileError(f"{path} does not define {sym}, the micro-kernel of the "
+        raise TileError(f"{os.fspath(path)} does not define {sym}, the micro-kernel of the "
                         f"{spec.name} module (contract: c_src/mk_ukernel.h)")
-    return load(spec, text, path)

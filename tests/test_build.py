@@ -118,3 +118,16 @@ def test_c_tile_prefetch_covers_every_line_at_any_alignment(name):
             for start in range(16):
                 needed = {(start + j) // 16 for j in range(spec.nr)}
                 assert {(start + j) // 16 for j in got} == needed, (name, row, start)
+
+
+def test_an_unusable_cache_dir_is_named(tmp_path, monkeypatch):
+    """A MICROKERNEL_CACHE_DIR that is a file (or not writable) gives an OSError that
+    names the variable and the fix, not a bare [Errno ...]."""
+    from microkernel import build
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("MICROKERNEL_CACHE_DIR", str(blocker / "sub"))
+    with pytest.raises(OSError, match=r"\$MICROKERNEL_CACHE_DIR .*a_file/sub.* not a usable"):
+        build.cache_dir()
+    monkeypatch.setenv("MICROKERNEL_CACHE_DIR", str(tmp_path / "ok"))
+    assert build.cache_dir() == tmp_path / "ok" and (tmp_path / "ok").is_dir()

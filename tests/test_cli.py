@@ -332,3 +332,17 @@ def test_python_dash_m_runs_the_cli():
     res = subprocess.run([sys.executable, "-m", "microkernel", "--help"], capture_output=True,
                          text=True)
     assert res.returncode == 0 and "compare" in res.stdout
+
+
+def test_json_results_get_an_ordinary_files_mode(tmp_path):
+    """write_json goes through a temporary file, but the result is readable as any file
+    the user writes (umask applied), not mkstemp's 0600."""
+    import os
+    from microkernel.commands.common import write_json
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "r.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
+    assert json.loads((tmp_path / "r.json").read_text()) == {"a": 1}

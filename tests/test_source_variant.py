@@ -158,3 +158,14 @@ def test_compare_names_a_missing_source_as_a_usage_error(tmp_path, capsys):
     from microkernel.cli import main
     assert main(["compare", "--kernels", f"scalar_4x4@{tmp_path / 'no.c'}", "--sizes", "16"]) == 2
     assert "No such file" in capsys.readouterr().err
+
+
+def test_asm_names_a_source_without_the_entry_point(tmp_path, capsys):
+    """asm --source checks the contract's symbol as validate does: one line, exit 2,
+    no compiler log."""
+    from microkernel.cli import main
+    other = _variant(tmp_path, GENERATED.replace("mk_ukernel_scalar_4x4", "mk_ukernel_mine"))
+    assert main(["asm", "scalar_4x4", "--source", str(other), "--no-measure"]) == 2
+    err = capsys.readouterr().err
+    assert f"{other} does not define mk_ukernel_scalar_4x4" in err
+    assert len(err.strip().splitlines()) == 1

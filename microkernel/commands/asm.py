@@ -181,8 +181,10 @@ def run(args) -> int:
     source = None
     try:
         if getattr(args, "source", None):
+            from ..dispatch import check_source
             with open(args.source, encoding="utf-8") as f:
                 source = f.read()
+            check_source(args.name, source, args.source)
         rep = report(args.name, mcpu=getattr(args, "mcpu", None),
                      measure=not getattr(args, "no_measure", False),
                      full=getattr(args, "full", False), source=source,

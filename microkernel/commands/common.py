@@ -144,6 +144,9 @@ def check_threads(threads, flag: str = "--threads") -> None:
 def write_json(path: pathlib.Path, data) -> None:
     """``data`` as JSON at ``path``, through a temporary file renamed into place."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)     # an ordinary file's mode, not mkstemp's 0600
     with os.fdopen(fd, "w") as f:
         json.dump(data, f, indent=1)
     os.replace(tmp, path)

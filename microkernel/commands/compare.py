@@ -2,7 +2,7 @@
 
     microkernel compare --kernels avx2_4x24_u8,avx2_6x16 --workload deepbench --rounds 15
     microkernel compare --kernels "avx2_4x24_u8;avx2_4x24_u8:kc=192,mc=96" --sizes 1024,2048
-    microkernel compare --kernels "avx2_4x24_u8;avx2_4x24_u8@my_4x24.c" --sizes 1024
+    microkernel compare --kernels "avx2_4x24;avx2_4x24@my_4x24.c" --sizes 1024
     microkernel compare --kernels amx_bf16_32x32,avx512bf16_8x32 --dtype bf16 --sizes 1024
     microkernel compare --kernels "avx512_8x32_u4;avx512_8x32_u4:chunks=0" --threads 16
     microkernel compare --kernels "avx512_8x32_u4;avx512_8x32_u4:parts=1,chunks=4" --threads 16
