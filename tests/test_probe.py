@@ -188,3 +188,14 @@ def test_to_json_round_trip(capsys):
     assert json.loads(capsys.readouterr().out) == d
     assert mp.cli_probe(json_out=False) == 0
     assert info.best_isa in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("vendor,family,best,units", [
+    ("AuthenticAMD", 0x19, "avx2", 2),      # Zen 3: two 256-bit FMA pipes
+    ("AuthenticAMD", 0x19, "avx512", 1),    # Zen 4: a zmm FMA takes both pipes
+    ("AuthenticAMD", 0x17, "avx2", None),   # not claimed
+    ("GenuineIntel", 0x06, "avx512", None), # one or two 512-bit units by SKU: unknown
+])
+def test_fma_units_per_vendor_family_and_isa(vendor, family, best, units):
+    probe_mod = importlib.import_module("microkernel.probe")
+    assert probe_mod._fma_units(vendor, family, best) == units

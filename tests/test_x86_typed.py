@@ -306,7 +306,11 @@ def test_bench_dtype_times_each_kernel_against_its_own_peak(tmp_path):
     res = json.loads(out.read_text())
     assert res["dtype"] == "u8s8"
     peaks = {r["kernel"]: r["peak"] for r in res["l1"]}
-    assert peaks[name] == f"fma_peak:{name.split('_')[0]}/u8s8"
+    if name != "scalar_u8s8_4x4":
+        assert peaks[name] == f"fma_peak:{name.split('_')[0]}/u8s8"
+    # scalar tiles: the best ISA's fp32 FMA loop (the compiler vectorises their C, and
+    # the scalar multiply-add loop is latency-bound: they read 116-289% of it)
+    assert peaks["scalar_u8s8_4x4"] == "fma_peak"
     assert set(peaks.values()) <= set(res["own_peaks"])
 
 

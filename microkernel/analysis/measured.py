@@ -123,10 +123,13 @@ def measure(spec: TileSpec | str, *, kc: int = 256, reps: int = 1000, rounds: in
     kernel = get_kernel(spec)
     peak_isa = spec.isa
     if spec.isa == "scalar":
-        vec = [i for i in usable_isas() if i != "scalar" and ISAS[i].lanes]
+        # fp32 ISAs only (IsaInfo.general): a typed ISA's peak loop (VNNI, AMX) counts
+        # other operations than the fp32 FMAs the clock is derived from
+        vec = [i for i in usable_isas() if i != "scalar" and ISAS[i].lanes and ISAS[i].general]
         peak_isa = vec[-1] if vec else "scalar"
     peak_kernel = kernel if peak_isa == spec.isa else get_kernel(default_tile(peak_isa))
-    units = getattr(probe(), "fma_units", None) or ISAS[peak_isa].fma_units
+    info = probe()          # its fma_units are of its best ISA only
+    units = (info.fma_units if peak_isa == info.best_isa else None) or ISAS[peak_isa].fma_units
     lanes = ISAS[peak_isa].lanes
     r = Rounds(bench.l1_contenders([kernel], peak_kernel, kc=kc, reps=reps,
                                    peak_iters=peak_iters),
