@@ -387,6 +387,17 @@ def test_report_notes_loads_folded_into_fmas():
     assert not [n for n in rep["notes"] if n.startswith("vector loads:")]
 
 
+@needs_x86
+def test_report_counts_vpmaddwds_product_register():
+    """x86 integer tiles: 12 accumulators + 3 B + a broadcast + vpmaddwd's product = 17
+    live ymm registers for avx2_s8s8_4x24; the note says so (and what it costs)."""
+    rep = mi.report("avx2_s8s8_4x24", measure=False)
+    (note,) = [n for n in rep["notes"] if "vpmaddwd has no fused accumulate" in n]
+    assert "17 live registers of 16" in note
+    assert ("the compiler spills" in note) == (rep["loop"]["per_iteration"]["spills"] > 0)
+    assert not [n for n in mi.report("avx2_6x16", measure=False)["notes"] if "vpmaddwd" in n]
+
+
 def _args(*argv):
     p = argparse.ArgumentParser()
     asm_cmd.add_arguments(p)

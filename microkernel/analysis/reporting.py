@@ -203,6 +203,14 @@ def report(spec: TileSpec | str, *, mcpu: str | None = None, measure: bool = Tru
             "folded into FMAs (the compiler re-reads a B vector from L1 there instead of "
             "holding it in a register)" + ("; no stack access, so not a spill"
                                             if not loop.spills else ""))
+    if spec.isa in ("avx2", "avx512") and spec.types in ("s8s8", "u8s8", "u8u8"):
+        live = b.needed + 1
+        out["notes"].append(
+            f"{spec.isa} {spec.types}: vpmaddwd has no fused accumulate (that is AVX-VNNI's "
+            f"vpdpwssd), so each product needs a register beside the accumulators: {live} "
+            f"live registers of {b.available}"
+            + (f"; the compiler spills ({loop.spills} stack accesses per iteration)"
+               if live > b.available else ""))
     if arch == "aarch64":
         out["notes"].append("aarch64 counts are registers transferred: ldp/stp and "
                             "multi-register ld1/st1 count each register")
