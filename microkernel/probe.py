@@ -152,7 +152,8 @@ class CpuInfo:
     sve_vector_bits : int | None
         Current SVE vector length in bits; None without usable SVE.
     fma_units : int | None
-        FMA pipes per core for ``best_isa`` when known from the vendor's
+        ``best_isa`` FMAs a core retires per cycle (its FMA pipes; a Zen 4's AVX-512
+        FMA takes both of its 256-bit pipes: 1) when known from the vendor's
         optimization guide, else None (measure the peak instead).
     caches : tuple[Cache, ...]
         From Linux sysfs; ``()`` when unavailable.
@@ -355,7 +356,8 @@ def format_table(info: CpuInfo) -> str:
         ("vector bits", str(info.vector_bits)),
         ("vector registers", str(info.vector_registers)),
         ("SVE vector bits", "-" if info.sve_vector_bits is None else str(info.sve_vector_bits)),
-        ("FMA units", "unknown" if info.fma_units is None else str(info.fma_units)),
+        (f"{info.best_isa} FMAs per cycle",
+         "unknown" if info.fma_units is None else str(info.fma_units)),
     ]
     flags = [k for k, v in info.features.items() if v is True]
     if flags:
