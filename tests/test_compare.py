@@ -68,6 +68,7 @@ def test_compare_stops_on_a_wrong_result(monkeypatch, capsys):
     (["--kernels", "scalar_4x4", "--peers", "mkl"], "--peers: 'mkl'"),
     (["--kernels", "scalar_4x4", "--sizes", "", "--workload", "deepbench", "--scale", "64",
       "--json", "/no/such/dir/c.json"], "--json /no/such/dir/c.json: directory"),
+    (["--kernels", "scalar_4x4", "--json", "-"], "--json -: give a file name"),
 ])
 def test_compare_bad_arguments(argv, message, capsys, monkeypatch):
     monkeypatch.setattr("microkernel.timing.Rounds.round",

@@ -109,6 +109,9 @@ def output_path(flag: str, path) -> pathlib.Path | None:
     (before any long work); None stays None. Raises UsageError naming ``flag``."""
     if path is None:
         return None
+    if str(path) == "-":
+        raise UsageError(f"{flag} -: give a file name (the tables go to standard output; "
+                         f"a file named '-' would be written)")
     p = pathlib.Path(path)
     parent = p.parent if str(p.parent) else pathlib.Path(".")
     if p.is_dir():
