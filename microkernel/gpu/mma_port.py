@@ -25,7 +25,10 @@ The report: warp tile, block tile, fragments and accumulators per lane, register
 (estimated; then compiled: numba's dispatcher on a GPU, else ptxas offline),
 shared memory, occupancy and its limiter (:mod:`microkernel.gpu.occupancy`), and
 the bank-conflict model's wavefronts per request under swizzle, padding and no
-padding (:func:`microkernel.gpu.mma_tile.bank_report`).
+padding (:func:`microkernel.gpu.mma_tile.bank_report`); with ``--validate``
+(:func:`validate_mma`), the planned kernel through :func:`microkernel.gpu.mma_gemm`
+against a float64 reference of the rounded inputs, on a GPU or in numba's CUDA
+simulator (whose mma.sync / ldmatrix / cp.async are the numpy fragment model).
 """
 from __future__ import annotations
 
@@ -34,12 +37,15 @@ import json
 import math
 import warnings
 
+import numpy as np
+
 from ..tile import TileSpec
 from .mma_tile import (MmaTile, PRECISIONS, STATIC_SHARED_LIMIT, bank_report,
                        estimate_regs)
 from .occupancy import SM90, occupancy
 
-__all__ = ["MmaPlan", "plan_mma", "mma_port", "run_mma_port", "warp_tile_for", "RULE"]
+__all__ = ["MmaPlan", "plan_mma", "mma_port", "validate_mma", "run_mma_port", "warp_tile_for",
+           "RULE"]
 
 RULE = ("accumulators per lane = the CPU tile's MR*NR; fragments per lane-set = MR*NR/4 "
         "(m16n8, 4 fp32 per lane); warp tile = 16*MI x 8*NI with MI*NI fragments, most "
@@ -125,11 +131,17 @@ def plan_mma(spec_or_name, precision: str = "f16", *, vector_bits: int | None = 
              warps: int | None = None, bk: int | None = None, stages: int | None = None,
              smem: str = "swizzle") -> MmaPlan:
     """The tensor-core kernel for a CPU tile (see the module docstring for the rule).
+    ``warps`` per block (a power of two; default 4, or 8 for warp tiles under 2048
+    elements), ``bk``, ``stages`` (default: the first of 4, 3, 2 that fits) and
+    ``smem`` fix those choices of the block.
 
-    Raises ValueError (bad precision, no configuration), TileError (bad name),
-    TypeError (neither a TileSpec nor a str)."""
+    Raises ValueError (bad precision, warps or no configuration), TileError (bad
+    name), TypeError (neither a TileSpec nor a str)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if warps is not None and (not isinstance(warps, int) or not 1 <= warps <= 32
+                              or warps & (warps - 1)):
+        raise ValueError(f"warps must be a power of two in 1..32, got {warps!r}")
     spec = TileSpec.of(spec_or_name)
     bits = (vector_bits or 128) if spec.is_vla else None
     mr, nr = spec.mr, spec.nr_at(bits)
@@ -169,13 +181,18 @@ def plan_mma(spec_or_name, precision: str = "f16", *, vector_bits: int | None = 
 
 
 def mma_port(spec_or_name, precision: str = "f16", *, compile: bool | None = None,
-             offline: bool = True, **kw) -> dict:
+             offline: bool = True, validate_cases: bool = False, progress=None,
+             **kw) -> dict:
     """The tensor-core port report (a dict): ``plan``, ``compiled`` (GPU dispatcher
     or offline ptxas; None when neither is available or ``compile`` is False) with
-    its occupancy, ``banks`` (per shared-memory mode), ``warnings``."""
+    its occupancy, ``banks`` (per shared-memory mode), ``warnings``, ``validation``
+    (:func:`validate_mma`'s rows when ``validate_cases``, else None; ``progress``
+    goes to it). ``kw`` goes to :func:`plan_mma` (vector_bits, warps, bk, stages,
+    smem)."""
     p = plan_mma(spec_or_name, precision, **kw)
     rep = {"plan": p.as_dict(), "compiled": None, "banks": bank_report(p.tile),
-           "warnings": [], "compile": "skipped" if compile is False else "unavailable"}
+           "warnings": [], "compile": "skipped" if compile is False else "unavailable",
+           "validation": None}
     if compile is not False:
         from .port import _gpu_available
         res = None
@@ -200,7 +217,79 @@ def mma_port(spec_or_name, precision: str = "f16", *, compile: bool | None = Non
                 rep["warnings"].append(msg)
                 warnings.warn(msg, RuntimeWarning, stacklevel=2)
             rep["compiled"] = res
+    if validate_cases:
+        rep["validation"] = validate_mma(p.tile, progress=progress)
     return rep
+
+
+def validate_mma(tile: MmaTile, cases=None, *, seed: int = 0, progress=None) -> list:
+    """Run the tensor-core kernel of ``tile`` (through :func:`microkernel.gpu.mma_gemm`)
+    on each case (default: :data:`microkernel.gpu.port.VALIDATION_CASES` on a GPU, its
+    :data:`~microkernel.gpu.port.SIM_CASES` in the simulator) and check every element
+    against a float64 reference of the inputs as the tensor cores take them (f16 /
+    bf16 as stored, tf32 rounded as ``cvt.rna.tf32.f32``), with the fp32 bound of
+    :func:`microkernel.validate.reference` (docs/gpu-tensor-cores.md, "Numerics").
+
+    C is a view into a device buffer with guard elements before and after it: a
+    change there is an out-of-bounds write. Returns one dict per case, as
+    :func:`microkernel.gpu.port.validate`: label, m, n, k, alpha, beta, max_err,
+    max_bound, oob, nan, ok. ``progress``, if given, is called with a line per case.
+    Raises ImportError without numba-cuda (or, for bf16, ml_dtypes)."""
+    from ..validate import GUARD, reference
+    from .fragments import round_tf32
+    from .kernel import _import_cuda
+    from .mma_gemm import mma_gemm
+    from .mma_kernel import kernel_for
+    from .port import _PAD, SIM_CASES, VALIDATION_CASES
+    cuda = _import_cuda()
+    if cases is None:
+        cases = SIM_CASES if kernel_for(tile).simulated else VALIDATION_CASES
+    if tile.precision == "bf16":
+        try:
+            from ml_dtypes import bfloat16 as stored
+        except ImportError:
+            raise ImportError("validating bf16 needs ml_dtypes (numpy bfloat16), a "
+                              "dependency of microkernel: pip install ml_dtypes") from None
+    else:
+        stored = np.float16 if tile.precision == "f16" else np.float32
+    rng = np.random.default_rng(seed)
+    out = []
+    where = "numba's CUDA simulator" if kernel_for(tile).simulated else "the GPU"
+    for i, (label, m, n, k, alpha, beta, special) in enumerate(cases):
+        if progress is not None:
+            progress(f"validating {tile.name} in {where}: case {i + 1}/{len(cases)} {label}")
+        A = rng.uniform(-1, 1, (m, k)).astype(np.float32).astype(stored)
+        B = rng.uniform(-1, 1, (k, n)).astype(np.float32).astype(stored)
+        C0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+        if special == "nan_ab" and A.size and B.size:
+            A[0, 0] = np.nan
+            B[-1, -1] = np.nan
+        if special == "nan_c" and C0.size:
+            C0[...] = np.nan
+        buf = np.full(m * n + 2 * _PAD, GUARD, np.float32)
+        buf[_PAD:_PAD + m * n] = C0.ravel()
+        dbuf = cuda.to_device(buf)
+        with warnings.catch_warnings():     # tiny grids: numba's low-occupancy warning
+            warnings.filterwarnings("ignore", message=".*under-utilization.*")
+            mma_gemm(A, B, dbuf[_PAD:_PAD + m * n].reshape(m, n), alpha=alpha, beta=beta,
+                     tile=tile)
+        got_buf = dbuf.copy_to_host()
+        got = got_buf[_PAD:_PAD + m * n].reshape(m, n).astype(np.float64)
+        oob = bool(np.any(got_buf[:_PAD] != GUARD) or np.any(got_buf[_PAD + m * n:] != GUARD))
+        # exact in float32: f16 / bf16 values, and the tf32 rounding the kernel applies
+        A32, B32 = A.astype(np.float32), B.astype(np.float32)
+        if tile.precision == "tf32":
+            A32, B32 = round_tf32(A32), round_tf32(B32)
+        ref, bound = reference(A32, B32, C0, alpha, beta, types="f32")
+        with np.errstate(invalid="ignore"):
+            err = np.abs(got - ref)
+        bad_nan = bool(np.any(~np.isfinite(got)))
+        max_err = float(np.nanmax(err)) if err.size else 0.0
+        ok = (not oob) and (not bad_nan) and bool(np.all(err <= bound))
+        out.append({"label": label, "m": m, "n": n, "k": k, "alpha": alpha, "beta": beta,
+                    "max_err": max_err, "max_bound": float(bound.max()) if bound.size else 0.0,
+                    "oob": oob, "nan": bad_nan, "ok": ok})
+    return out
 
 
 def _render(rep: dict) -> None:
@@ -251,22 +340,37 @@ def _render(rep: dict) -> None:
     con.print(bt)
     for w in rep["warnings"]:
         con.print(f"[bold red]warning:[/bold red] {w}")
+    if rep.get("validation") is not None:
+        from ..commands.port import render_validation
+        render_validation(con, rep["validation"])
 
 
 def run_mma_port(args) -> int:
-    """``microkernel port NAME --mma P`` (see :func:`microkernel.commands.port.add_arguments`).
-    Returns 0, or 2 on a bad tile name or configuration."""
+    """``microkernel port NAME --mma P`` (see :func:`microkernel.commands.port.add_arguments`;
+    its flags already checked by :func:`microkernel.commands.port.check_flags`).
+    ``--threads`` sets the warps per block (32 threads each), ``--bk``, ``--stages`` and
+    ``--smem`` the block's k depth and shared memory. Returns 0, 1 when validation
+    fails, 2 on a bad tile name or configuration (on stderr, or as JSON with --json)."""
+    from ..commands.common import Progress
+    from ..commands.port import error
     from ..tile import TileError
+    threads = getattr(args, "threads", None)
+    validate = getattr(args, "validate", False)
     try:
-        rep = mma_port(args.name, args.mma, vector_bits=args.vector_bits,
-                       compile=False if getattr(args, "no_compile", False) else None,
-                       smem=getattr(args, "smem", None) or "swizzle",
-                       stages=getattr(args, "stages", None))
+        with Progress(enabled=validate) as progress:  # the simulator takes tens of seconds
+            rep = mma_port(args.name, args.mma, vector_bits=args.vector_bits,
+                           compile=False if getattr(args, "no_compile", False) else None,
+                           validate_cases=validate, progress=progress,
+                           warps=threads // 32 if threads else None,
+                           bk=getattr(args, "bk", None),
+                           smem=getattr(args, "smem", None) or "swizzle",
+                           stages=getattr(args, "stages", None))
     except (TileError, ValueError, TypeError, ImportError) as e:
-        print(json.dumps({"error": str(e)}) if args.json else f"error: {e}")
-        return 2
+        return error(args, e)
     if args.json:
         print(json.dumps(rep, indent=2, default=str))
     else:
         _render(rep)
+    if rep["validation"] is not None and not all(r["ok"] for r in rep["validation"]):
+        return 1
     return 0

@@ -364,23 +364,20 @@ def _render(rep: dict, detail: bool) -> None:
 
 
 def run_arch_port(args) -> int:
-    """``microkernel port NAME --arch A|all [--mma P] [--threads T] [--json]``.
+    """``microkernel port NAME --arch A|all [--mma P] [--threads T] [--vector-bits B]
+    [--json]`` (its flags already checked by :func:`microkernel.commands.port.check_flags`).
     Returns 0, or 2 for an unknown target (the known ones are listed), a bad tile
-    name or configuration."""
+    name or configuration (on stderr, or as JSON with --json)."""
+    from ..commands.port import error
     from ..tile import TileError
     precision = getattr(args, "mma", None) or "f16"
     try:
         rep = arch_report(args.name, args.arch, vector_bits=getattr(args, "vector_bits", None),
-                          threads=getattr(args, "threads", 256) or 256, precision=precision)
+                          threads=getattr(args, "threads", None) or 256, precision=precision)
     except UnknownTarget as e:
-        if args.json:
-            print(json.dumps({"error": str(e), "known": list(e.known) + ["all"]}))
-        else:
-            print(f"error: {e}")
-        return 2
+        return error(args, e, known=list(e.known) + ["all"])
     except (TileError, ValueError, TypeError) as e:
-        print(json.dumps({"error": str(e)}) if args.json else f"error: {e}")
-        return 2
+        return error(args, e)
     if args.json:
         print(json.dumps(rep, indent=2, default=str))
     else:
