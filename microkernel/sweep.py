@@ -167,7 +167,9 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     """Run the sweep (see the module docstring); returns a JSON-serialisable dict:
     ``rows`` (SweepRow dicts, ranked), ``verdict`` (stats.Verdict.as_dict()),
     ``winner`` (the leader when separated, else None), ``leader``, ``ties``,
-    ``default`` (gemm()'s default tile of the ISA), ``peak`` (GFLOP/s with interval),
+    ``default`` (gemm()'s default tile of the ISA), ``problems`` (the workload's shapes,
+    each once), ``merged_problems`` (label -> how many DeepBench shapes ``scale`` made
+    that one), ``peak`` (GFLOP/s with interval),
     ``shapes`` (per shape: flops, GFLOP/s of every tile and peer, ratio to the shape's
     best with interval), ``race`` (rounds, why it stopped, seconds, budget),
     ``samples`` (every sample of both races).
@@ -183,7 +185,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     from . import bench, peers as peers_mod
     from .dispatch import IsaUnavailableError, usable_isas
     from .timing import Race, Rounds
-    from .workloads import load
+    from .workloads import load, merged as merged_shapes
 
     progress = progress or (lambda text: None)
     isa = isa or sweep_isa(types)
@@ -192,7 +194,8 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
         raise IsaUnavailableError(f"{isa} cannot run here; microkernel.sweep.predicted() "
                                   f"ranks its tiles statically")
     specs, default = _ranked_specs(isa, types, mrs, nrs, max_shapes)
-    all_problems = load(workload, scale)
+    all_problems = load(workload, scale)     # shapes that coincide once scaled: once
+    merged = merged_shapes(workload, scale)
     problems = bench.tiled(all_problems)
     if not problems:
         raise SweepError(f"workload {workload} has no shape with min(m, n) >= "
@@ -248,7 +251,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
                                                                  if n not in result.dropped],
                         peer_names)
     out = {"isa": isa, "types": types, "workload": workload, "scale": scale, "threads": threads,
-           "problems": [p.label for p in all_problems],
+           "problems": [p.label for p in all_problems], "merged_problems": merged,
            "ranked_problems": [p.label for p in problems],
            "gemv_problems": [p.label for p in all_problems if p not in problems],
            "peers": {n: peers_mod.describe(n) for n in peer_names},

@@ -3,8 +3,10 @@
 * ``deepbench``: the DeepBench device-inference GEMM set (baidu-research/DeepBench,
   code/kernels/gemm_problems.h, inference_device_set), shipped in
   ``microkernel/data/deepbench_inference_device.csv``. ``scale`` divides every
-  dimension above 256 by that factor (>= 1) to shorten runs; 1 is the real set.
-* ``square``: n x n x n for the given sizes.
+  dimension above 256 by that factor (>= 1) to shorten runs; 1 is the real set. Shapes
+  that coincide once scaled (at ``scale`` 8, 3072x1500x1024 and 3072x1500x128 both give
+  384x187x128) are kept once, the first of them (:func:`merged` names them).
+* ``square``: n x n x n for the given sizes (a size given twice is kept once).
 * ``minilm``: the GEMMs of one MiniLM-L6 encoder layer on the model's real weights
   (see :mod:`microkernel.minilm`).
 """
@@ -14,7 +16,7 @@ import csv
 import dataclasses
 import importlib.resources
 
-__all__ = ["Problem", "deepbench", "square", "load"]
+__all__ = ["Problem", "deepbench", "square", "load", "unique", "repeats", "merged"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +52,30 @@ class Problem:
         return (a.T if self.a_t else a), (b.T if self.b_t else b)
 
 
-def deepbench(scale: int = 1) -> list[Problem]:
-    """The DeepBench inference (device) GEMM shapes; see the module docstring."""
+def unique(problems) -> list[Problem]:
+    """``problems`` without repeats, in order, the first of each kept. Problems repeat
+    when their labels do: a label is what the timing engine keys its samples by, and
+    the problems carry no weight or count to merge."""
+    seen, out = set(), []
+    for p in problems:
+        if p.label not in seen:
+            seen.add(p.label)
+            out.append(p)
+    return out
+
+
+def repeats(problems) -> dict[str, int]:
+    """Label -> how many of ``problems`` have it, for the labels given more than once
+    (what :func:`unique` merges)."""
+    count: dict[str, int] = {}
+    for p in problems:
+        count[p.label] = count.get(p.label, 0) + 1
+    return {label: n for label, n in count.items() if n > 1}
+
+
+def deepbench(scale: int = 1, *, merge: bool = True) -> list[Problem]:
+    """The DeepBench inference (device) GEMM shapes; see the module docstring.
+    ``merge=False``: every row of the set, scaled, repeats included."""
     if scale < 1:
         raise ValueError(f"scale must be >= 1, got {scale}")
     text = importlib.resources.files("microkernel.data").joinpath(
@@ -64,11 +88,18 @@ def deepbench(scale: int = 1) -> list[Problem]:
         if scale > 1:
             m, n, k = (x // scale if x > 256 else x for x in (m, n, k))
         out.append(Problem(m, n, k, bool(at), bool(bt)))
-    return out
+    return unique(out) if merge else out
 
 
 def square(sizes=(256, 512, 1024)) -> list[Problem]:
-    return [Problem(s, s, s) for s in sizes]
+    """n x n x n for each of ``sizes``, a repeated size once."""
+    return unique(Problem(s, s, s) for s in sizes)
+
+
+def merged(name: str, scale: int = 1) -> dict[str, int]:
+    """The shapes of workload ``name`` that several of its shapes become at ``scale``
+    (label -> how many), each of which :func:`load` gives once."""
+    return repeats(deepbench(scale, merge=False)) if name == "deepbench" else {}
 
 
 def load(name: str, scale: int = 1) -> list[Problem]:

@@ -103,6 +103,7 @@ def _problems(args):
     problems = workloads.square(ns)
     if args.workload:
         problems += workloads.load(args.workload, args.scale)
+    problems = workloads.unique(problems)    # --sizes 256 --workload square: 256^3 once
     if not args.gemv:
         problems = tiled(problems)
     if not problems:

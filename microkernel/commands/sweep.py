@@ -31,7 +31,8 @@ def add_arguments(p) -> None:
     p.add_argument("--nr", type=positive_ints, help="NR values in lanes (SVE: vectors), e.g. 16,32")
     p.add_argument("--workload", default="deepbench", choices=["deepbench", "minilm", "square"])
     p.add_argument("--scale", type=positive_int, default=1,
-                   help="divide DeepBench dimensions > 256 by this factor (default 1: real shapes)")
+                   help="divide DeepBench dimensions > 256 by this factor (default 1: real shapes); "
+                   "shapes that then coincide are timed once")
     p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--max-shapes", type=positive_int, default=16,
                    help="at most this many enumerated tile shapes (default 16)")
@@ -177,6 +178,10 @@ def _print_measured(con, res) -> None:
               f"min(m, n) >= 16, {res['threads']} thread(s)"
               + (f"; {len(res['gemv_problems'])} n = 1 shapes not ranked (the driver's GEMV "
                  f"path, the same for every tile)" if res["gemv_problems"] else ""))
+    if res.get("merged_problems"):
+        con.print(f"--scale {res['scale']} makes some DeepBench shapes the same; each is "
+                  f"timed once: " + ", ".join(f"{s} ({n} shapes)"
+                                              for s, n in res["merged_problems"].items()))
     con.print(f"FMA peak {peak['gflops']:.1f} GFLOP/s [{peak['gflops_lo']:.1f}, "
               f"{peak['gflops_hi']:.1f}], timed in the same rounds as the L1 figures; "
               f"peers: {'; '.join(res['peers'].values()) or 'none'}")
