@@ -17,7 +17,12 @@ cancels most of it. For a workload of several shapes:
 The verdict of a race (:func:`verdict`) names a leader and sorts every other
 contender against it: *behind* when the whole interval of its speed relative to the
 leader lies below ``1 - margin``, else *tied* with the leader. The leader is
-*separated* (a winner) when every other contender is behind. The default margin is 0:
+*separated* (a winner) when every other contender is behind. Fewer paired rounds than
+:func:`rounds_needed` (6 at 95%) cannot show a difference at all: when no challenger
+was paired with the leader in that many rounds, every one is tied and the verdict says
+that the rounds were too few. (With n rounds the percentile interval is about the
+range of the n per-round ratios, and the chance that all n go the same way when two
+contenders do not differ is 2 x 0.5^n: 25% for 3 rounds.) The default margin is 0:
 a contender is behind when the interval shows it slower at all, and the verdict claims
 the order, not a size. That puts the line between "tied" and "behind" at the top edge
 of the landscape, at the leader's own speed, where tiles are fewest; a margin of a few
@@ -38,8 +43,9 @@ import math
 import numpy as np
 
 __all__ = ["Interval", "Comparison", "Verdict", "paired_ratios", "workload_ratio",
-           "bootstrap", "compare", "verdict", "speed_scores", "DEFAULT_LEVEL",
-           "DEFAULT_MARGIN", "DROP_MARGIN", "DEFAULT_BOOT"]
+           "bootstrap", "compare", "verdict", "speed_scores", "rounds_needed",
+           "interval_caveat", "DEFAULT_LEVEL", "DEFAULT_MARGIN", "DROP_MARGIN",
+           "DEFAULT_BOOT"]
 
 #: confidence level of every interval
 DEFAULT_LEVEL = 0.95
@@ -51,6 +57,34 @@ DEFAULT_MARGIN = 0.0
 DROP_MARGIN = 0.02
 #: bootstrap resamples
 DEFAULT_BOOT = 2000
+
+
+def rounds_needed(level: float = DEFAULT_LEVEL) -> int:
+    """The fewest paired rounds that can show a difference at confidence ``level``: the
+    smallest n with 2 x 0.5^n <= 1 - level (6 at 95%, 8 at 99%). With n rounds, every
+    round going the same way is the most a comparison can see, and when the two do not
+    differ that happens with probability 2 x 0.5^n (the two-sided sign test); a
+    bootstrap interval over n rounds is then about the range of the n ratios, which
+    holds the true median ratio with probability at most 1 - 2 x 0.5^n."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    n = 1
+    while 2 * 0.5 ** n > (1 - level) * (1 + 1e-9):
+        n += 1
+    return n
+
+
+def interval_caveat(rounds: int, level: float = DEFAULT_LEVEL) -> str:
+    """'' when ``rounds`` paired rounds can carry intervals at ``level``, else a clause
+    for the text that prints them: from 3 rounds an interval is about the range of the
+    rounds and holds the true ratio with probability at most 75%."""
+    need = rounds_needed(level)
+    if rounds >= need:
+        return ""
+    cover = 100 * (1 - 2 * 0.5 ** rounds) if rounds > 0 else 0.0
+    return (f"from {rounds} round{'s' if rounds != 1 else ''} an interval is about the range "
+            f"of the rounds and holds the true ratio with at most {cover:g}% probability, "
+            f"not {100 * level:g}% (that needs >= {need} rounds)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +173,9 @@ class Comparison:
 class Verdict:
     """The outcome of a race. ``ties`` lists the leader first, then every contender
     not shown to be behind it by more than ``margin``; ``separated`` is True when the
-    leader is alone."""
+    leader is alone. ``rounds``: the most rounds any challenger was paired with the
+    leader in; ``too_few``: fewer than :func:`rounds_needed` (then every challenger
+    is tied)."""
     leader: str
     ties: tuple[str, ...]
     behind: tuple[str, ...]
@@ -151,23 +187,56 @@ class Verdict:
     def separated(self) -> bool:
         return len(self.ties) == 1
 
+    @property
+    def rounds(self) -> int:
+        return max((c.vs_leader.rounds for n, c in self.comparisons.items()
+                    if n != self.leader), default=0)
+
+    @property
+    def needed(self) -> int:
+        return rounds_needed(self.level)
+
+    @property
+    def too_few(self) -> bool:
+        return len(self.comparisons) > 1 and self.rounds < self.needed
+
     def as_dict(self) -> dict:
         return {"leader": self.leader, "ties": list(self.ties), "behind": list(self.behind),
                 "separated": self.separated, "margin": self.margin, "level": self.level,
+                "rounds": self.rounds, "rounds_needed": self.needed, "too_few": self.too_few,
                 "vs_leader": {n: {"status": c.status, **c.vs_leader.as_dict()}
                               for n, c in self.comparisons.items()}}
 
     def summary(self) -> str:
-        """One line: the winner, or the tie and its members."""
+        """One line: the winner, or the tie and its members (a tie for want of rounds
+        says so)."""
         if len(self.comparisons) == 1:
             return (f"one contender ({self.leader}): nothing to rank; the peers' columns "
                     f"are its comparison")
         by = f" by more than {100 * self.margin:g}%" if self.margin else ""
-        conf = f"{100 * self.level:.0f}% confidence"
+        level = f"{100 * self.level:g}%"
+        conf = f"{level} confidence"
+        if self.too_few:
+            rest = ", ".join(f"{n} {c.vs_leader.pct()}" for n, c in self.comparisons.items()
+                             if n != self.leader)
+            return (f"tie: {self.rounds} round{'s' if self.rounds != 1 else ''} cannot show "
+                    f"a difference at {level} (need >= {self.needed}); "
+                    f"against {self.leader}: {rest}")
         if self.separated:
             nearest = max(self.behind, key=lambda n: self.comparisons[n].vs_leader.point)
-            return (f"winner: {self.leader} (every other tile slower{by} at {conf}; the "
-                    f"nearest, {nearest}, {self.comparisons[nearest].vs_leader.pct()})")
+            # a race may drop a contender far behind before the rounds a claim at this
+            # level needs: said as such, not as shown at the level
+            short = [n for n in self.behind if self.comparisons[n].vs_leader.rounds < self.needed]
+            how = f"slower{by} at {conf}"
+            if short:
+                r = sorted(self.comparisons[n].vs_leader.rounds for n in short)
+                span = f"{r[0]}" if r[0] == r[-1] else f"{r[0]}-{r[-1]}"
+                who = (f"for {short[0]}, clearly behind when the race dropped it" if len(short) == 1
+                       else f"for {len(short)} of them, clearly behind when the race dropped them")
+                how = (f"slower{by}: at {conf} over >= {self.needed} rounds, or, {who} after "
+                       f"{span} round{'s' if r[-1] != 1 else ''}")
+            return (f"winner: {self.leader} (every other tile {how}; the nearest, "
+                    f"{nearest}, {self.comparisons[nearest].vs_leader.pct()})")
         rest = ", ".join(f"{n} {self.comparisons[n].vs_leader.pct()}" for n in self.ties[1:])
         return (f"tie: {', '.join(self.ties)} (not shown slower{by} at {conf}; "
                 f"against {self.leader}: {rest})")
@@ -208,7 +277,8 @@ def verdict(times: dict[str, np.ndarray], *, margin: float = DEFAULT_MARGIN,
     paired round by round (so no contender shows a positive "vs leader"); every other
     contender is compared with it round by round
     (:func:`compare`) and is *behind* when its interval's upper end is below
-    ``1 - margin``, else *tied*.
+    ``1 - margin``, else *tied*; every one is tied when no challenger was paired with
+    the leader in :func:`rounds_needed` rounds (:attr:`Verdict.too_few`).
 
     Raises ValueError for an empty ``times``, a margin outside [0, 1) or a level
     outside (0, 1).
@@ -235,13 +305,15 @@ def verdict(times: dict[str, np.ndarray], *, margin: float = DEFAULT_MARGIN,
         leader = ahead
         seen.add(leader)
         rel = compare(times, leader, level=level, n_boot=n_boot, seed=seed)
+    # too few rounds to show any difference at this level: nobody is behind
+    enough = max((rel[n].rounds for n in times if n != leader), default=0) >= rounds_needed(level)
     comps = {}
     ties, behind = [leader], []
     for name in sorted(times, key=lambda n: -rel[n].point):
         if name == leader:
             comps[name] = Comparison(name, rel[name], "leader")
             continue
-        status = "behind" if rel[name].hi < 1 - margin else "tied"
+        status = "behind" if enough and rel[name].hi < 1 - margin else "tied"
         comps[name] = Comparison(name, rel[name], status)
         (behind if status == "behind" else ties).append(name)
     comps = {leader: comps.pop(leader), **comps}

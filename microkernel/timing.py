@@ -208,7 +208,8 @@ class Race:
     leaves any challenger still being timed (behind, but not clearly) counts from
     ``2 * min_rounds`` rounds on (a bootstrap over 5 rounds is too narrow to claim an
     order with). Both the separation and the equivalence are checked on the verdict
-    of the rounds so far.
+    of the rounds so far, and neither before :func:`stats.rounds_needed` rounds (6 at
+    95%: fewer cannot show a difference, and the verdict then ties every contender).
 
     Dropping: from ``min_rounds`` on, a contender *clearly* behind the leader (the
     upper end of its interval below ``1 - max(margin, drop)``) is no longer timed.
@@ -218,8 +219,10 @@ class Race:
     it that far behind), which leaves the budget to the rounds that separate the
     leaders. A dropped contender that is no longer clearly behind the leader (the
     leader changed: a slow spell had hit it) is timed again from the next round, so
-    a dropped contender is always behind in the final verdict. References are timed
-    every round and never ranked."""
+    a dropped contender is always behind in the final verdict. Before
+    :func:`stats.rounds_needed` rounds the nearest challenger is never dropped: a race
+    left with the leader alone that early could never show it ahead. References are
+    timed every round and never ranked."""
 
     def __init__(self, rounds: Rounds, *, margin: float = stats.DEFAULT_MARGIN,
                  level: float = stats.DEFAULT_LEVEL, min_rounds: int = 5,
@@ -241,6 +244,8 @@ class Race:
             raise ValueError(f"drop must be in [0, 1), got {drop}")
         self.r = rounds
         self.margin, self.level = margin, level
+        #: paired rounds a verdict at ``level`` needs (stats.rounds_needed)
+        self.needed = stats.rounds_needed(level)
         #: a contender whose interval lies below 1 - this is dropped
         self.drop = max(margin, drop)
         self.min_rounds, self.max_rounds, self.budget = min_rounds, max_rounds, budget
@@ -265,14 +270,20 @@ class Race:
         """The contenders whose interval against ``v``'s leader lies wholly below ``floor``."""
         return {n for n, c in v.comparisons.items() if n != v.leader and c.vs_leader.hi < floor}
 
-    def _drop(self, names) -> None:
-        for name in [n for n in self.active if n in names]:
+    def _drop(self, names, v: stats.Verdict) -> None:
+        names = [n for n in self.active if n in names]
+        if self.r.rounds < self.needed and names and len(self.active) - len(names) < 2:
+            # the leader would be left alone before the rounds a verdict needs: the
+            # nearest challenger stays
+            names.remove(max(names, key=lambda n: v.comparisons[n].vs_leader.point))
+        for name in names:
             self.active.remove(name)
             self.dropped[name] = self.r.rounds
 
     def _drop_far_behind(self) -> None:
         """The early rounds' rule (see the class docstring)."""
-        self._drop(self._below(self.current(), 1 - self.early_factor * self.drop))
+        v = self.current()
+        self._drop(self._below(v, 1 - self.early_factor * self.drop), v)
 
     def run(self) -> RaceResult:
         start = self.r.clock()
@@ -288,7 +299,7 @@ class Race:
                 continue
             v = self.current()
             clear = self._below(v, 1 - self.drop)
-            self._drop(clear)
+            self._drop(clear, v)
             for name in [n for n in self.dropped if n not in clear]:
                 del self.dropped[name]              # not clearly behind this leader: back in
                 self.active.append(name)
@@ -297,7 +308,7 @@ class Race:
                 stopped = "separated"
                 break
             rest = [v.comparisons[n] for n in self.active if n != v.leader]
-            if self.r.rounds >= 2 * self.min_rounds:
+            if self.r.rounds >= max(2 * self.min_rounds, self.needed):
                 if all(c.status == "behind" for c in rest):
                     stopped = "separated"    # behind at the margin, not clearly
                     break

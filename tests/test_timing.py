@@ -99,8 +99,10 @@ def test_a_clear_leader_is_separated_and_the_rest_dropped():
     race = Race(rounds(clock, cs), margin=0.03, min_rounds=5, max_rounds=30)
     res = race.run()
     assert res.verdict.leader == "fast" and res.verdict.separated
-    assert res.stopped == "separated" and res.rounds == 5
-    assert set(res.dropped) == {"mid", "slow"} and set(res.verdict.behind) == {"mid", "slow"}
+    # 'slow' goes after the early rounds; 'mid', clearly behind from min_rounds = 5, is
+    # the last challenger and stays until the 6 rounds a 95% verdict needs
+    assert res.stopped == "separated" and res.rounds == 6
+    assert res.dropped == {"slow": 3, "mid": 6} and set(res.verdict.behind) == {"mid", "slow"}
     mid = res.verdict.comparisons["mid"].vs_leader
     assert mid.lo < 0.020 / 0.022 < mid.hi          # the true ratio, 0.909, is inside
     assert "winner: fast" in res.verdict.summary()
@@ -201,8 +203,10 @@ def test_by_default_a_leader_one_percent_ahead_is_a_winner_and_the_rest_kept_tim
     assert res.stopped == "separated" and res.rounds == 10
     b = v.comparisons["b"].vs_leader
     assert 0.98 < b.lo <= b.point <= b.hi < 1.0
-    assert v.summary().startswith("winner: a (every other tile slower at 95% confidence; "
-                                  f"the nearest, b, {b.pct()})")
+    # c's "behind" rests on the 3 rounds after which the race dropped it, and says so
+    assert v.summary() == ("winner: a (every other tile slower: at 95% confidence over >= 6 "
+                           "rounds, or, for c, clearly behind when the race dropped it after 3 "
+                           f"rounds; the nearest, b, {b.pct()})")
 
 
 def test_by_default_contenders_that_noise_cannot_order_are_a_tie():
@@ -244,7 +248,9 @@ def test_references_are_timed_every_round_but_never_ranked():
     res = race.run()
     assert res.verdict.leader == "a" and "numpy" not in res.verdict.comparisons
     assert np.isfinite(race.r.matrix("numpy")).all()          # every round
-    assert np.isnan(race.r.matrix("b")[0, 3:]).all()         # dropped after round 3
+    # b, clearly behind from round 3, is a's last challenger: timed until the 6 rounds
+    # a verdict at 95% needs, then dropped, and a is the winner
+    assert res.dropped == {"b": 6} and res.rounds == 6 and res.verdict.separated
 
 
 # -- the statistics on known numbers ----------------------------------------------------
@@ -291,3 +297,52 @@ def test_the_leader_is_the_one_no_contender_beats_round_by_round():
 def test_a_lone_contender_is_not_called_a_winner():
     v = stats.verdict({"a": np.ones((2, 5))})
     assert v.summary().startswith("one contender (a): nothing to rank")
+
+
+# -- too few rounds for the level -------------------------------------------------------
+
+def test_rounds_needed_for_a_level():
+    # the smallest n with 2 x 0.5^n <= 1 - level (the two-sided sign test)
+    assert stats.rounds_needed(0.95) == 6 and stats.rounds_needed() == 6
+    assert stats.rounds_needed(0.99) == 8 and stats.rounds_needed(0.5) == 2
+    assert stats.rounds_needed(0.9) == 5
+    assert stats.interval_caveat(6) == "" and stats.interval_caveat(40) == ""
+    assert "at most 75% probability, not 95% (that needs >= 6 rounds)" in stats.interval_caveat(3)
+    assert "at most 50%" in stats.interval_caveat(2)
+
+
+def _consistent(n):
+    """b 2.3% slower than a in every one of n rounds (a little spread)."""
+    a = np.full((1, n), 1.0) * (1 + 0.001 * np.arange(n))
+    return {"a": a, "b": a * np.linspace(1.020, 1.026, n)}
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_too_few_rounds_name_no_winner(n):
+    """Every round puts b behind a, but n < 6 rounds cannot show that at 95%: the
+    verdict is a tie that says why, with the intervals still given."""
+    v = stats.verdict(_consistent(n))
+    assert not v.separated and v.too_few and v.rounds == n and v.needed == 6
+    assert v.ties == ("a", "b") and v.behind == ()
+    assert v.comparisons["b"].status == "tied" and v.comparisons["b"].vs_leader.hi < 1
+    text = v.summary()
+    assert text.startswith(f"tie: {n} rounds cannot show a difference at 95% (need >= 6)")
+    assert "winner" not in text and "confidence" not in text
+    assert f"b {v.comparisons['b'].vs_leader.pct()}" in text
+    d = v.as_dict()
+    assert d["too_few"] and d["rounds"] == n and d["rounds_needed"] == 6 and not d["separated"]
+
+
+def test_six_rounds_name_the_winner():
+    v = stats.verdict(_consistent(6))
+    assert v.separated and not v.too_few and v.behind == ("b",)
+    assert v.summary().startswith("winner: a (every other tile slower at 95% confidence")
+
+
+def test_a_race_shorter_than_the_rounds_needed_ends_in_a_tie():
+    clock = FakeClock()
+    cs = [fake(clock, n, t, shape="p", noise=0.002) for n, t in (("a", 0.020), ("b", 0.024))]
+    res = Race(rounds(clock, cs), min_rounds=3, max_rounds=3).run()
+    assert res.stopped == "max_rounds" and res.rounds == 3 and not res.dropped
+    assert not res.verdict.separated and res.verdict.too_few
+    assert res.verdict.summary().startswith("tie: 3 rounds cannot show a difference")

@@ -218,7 +218,8 @@ def _print(con, res, labels, peer_names) -> None:
     con.print(f"{len(labels)} contender(s), {len(res['shapes'])} shape(s), {res['rounds']} "
               f"interleaved rounds, {res['threads']} thread(s); peers: "
               f"{'; '.join(res['peers'].values()) or 'none'}; intervals 95% (bootstrap "
-              f"over rounds); 'vs' = their time / this one's (> 0%: this one is faster); "
+              f"over rounds{'; ' + c if (c := stats.interval_caveat(res['rounds'])) else ''}); "
+              f"'vs' = their time / this one's (> 0%: this one is faster); "
               f"'faster' = rounds in which it beat {first}")
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
               title="per shape: GFLOP/s and speed paired by round")

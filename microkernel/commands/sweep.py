@@ -190,7 +190,9 @@ def _print_measured(con, res) -> None:
               f"{len(race['dropped'])} tile(s) dropped as clearly behind (interval below "
               f"-{100 * race.get('drop', race['margin']):g}%); intervals "
               f"{100 * race['level']:.0f}% (bootstrap over rounds); behind: the interval "
-              f"wholly below the leader" + (f" - {100 * race['margin']:g}%" if race['margin'] else ""))
+              f"wholly below the leader" + (f" - {100 * race['margin']:g}%" if race['margin'] else "")
+              + (f"; {caveat}" if (caveat := stats.interval_caveat(race["rounds"], race["level"]))
+                 else ""))
     ref = "numpy" if "numpy" in res["peers"] else None
     t = _table(f"ranking over the workload: speed against the leader {v['leader']} "
                f"(geometric mean of per-shape ratios, paired by round)",
@@ -334,7 +336,8 @@ def plot(res: dict, path: str) -> None:
         ax.legend(handles=[Patch(color=c, label=s) for s, c in color.items()], fontsize=7,
                   loc="upper left", bbox_to_anchor=(1.01, 1.0))   # beside the bars, not on them
         verdict = (f"winner {res['winner']}" if res["winner"] else
-                   f"tie: {', '.join(res['ties'])}")
+                   f"tie: {', '.join(res['ties'])}"
+                   + (" (too few rounds to tell)" if res["verdict"].get("too_few") else ""))
         ax.set_title(f"{res['isa']} tiles, {res['race']['rounds']} interleaved rounds: "
                      f"{verdict}", fontsize=9, wrap=True)
     ax.grid(axis="x", alpha=0.3)
