@@ -42,44 +42,80 @@ class SweepError(ValueError):
 
 
 def candidates(isa: str, mrs=None, nrs=None, max_shapes: int = 16,
-               vector_bits: int | None = None, types: str | None = None) -> list[TileSpec]:
+               vector_bits: int | None = None, types: str | None = None,
+               notes: list | None = None) -> list[TileSpec]:
     """Tile shapes for ``isa`` (and input ``types``, default the ISA's implied ones):
     every MR x NR with MR*NR/lanes >= FMA latency x FMA units (hides FMA latency) and
-    accumulators + B vectors + 1 <= vector registers.
+    accumulators + B vectors + 1 <= vector registers, NR from 1 to 8 vectors.
 
-    ``mrs``/``nrs`` restrict the search (NR in lanes; for SVE in vectors). When more
-    than ``max_shapes`` remain, the ones using the most registers are kept (at least
-    one per vector width), since they amortise B loads best.
+    ``mrs``/``nrs`` restrict the search (NR in lanes; for SVE in vectors): a requested
+    value is taken as it is (an NR beyond 8 vectors too), and given --mr the latency
+    bound is not applied. A requested value or pair that gives no tile is appended to
+    ``notes`` with the reason (not a multiple of the lanes, over the register budget,
+    no MR that also hides the FMA latency). When more than ``max_shapes`` remain, at
+    most ``max_shapes`` are kept: those using the most registers (they amortise B
+    loads best), the best of each vector width before a second of any width, and a
+    note says so.
 
     AMX: MR of 8, 16, 32, 48 or 64 rows and NR of 16 to 128 columns whose C, A and B
     tiles fit the 8 tile registers, *all* of them (a handful: only 2 x 2 C tiles meet
     the 4-tile latency bound, and the sweep is there to measure the others against it).
     """
     info = ISAS[isa]
-    lanes = info.lanes or 1
+    lanes = info.lanes
     types = types or info.implied
-    cands = []
-    mr_range = (8, 16, 32, 48, 64) if isa == "amx" else range(1, 33)
-    for nv in range(1, 9):
-        nr = nv if info.lanes is None else nv * lanes
-        if nrs and nr not in nrs:
-            continue
-        for mr in (mrs or mr_range):
+    notes = notes if notes is not None else []
+    kind = "fp32" if info.implied == "f32" else "C"
+    nr_list = []
+    for nr in dict.fromkeys(nrs or ()):
+        if lanes is not None and nr % lanes:
+            near = [x for x in (nr // lanes * lanes, (nr // lanes + 1) * lanes) if x]
+            notes.append(f"--nr {nr}: not a multiple of {isa}'s {lanes} {kind} lanes "
+                         f"(e.g. {' or '.join(map(str, near))})")
+        else:
+            nr_list.append(nr)
+    if not nrs:
+        nr_list = [nv if lanes is None else nv * lanes for nv in range(1, 9)]
+    mr_list = list(dict.fromkeys(mrs)) if mrs else (
+        [8, 16, 32, 48, 64] if isa == "amx" else list(range(1, 33)))
+    latency = not mrs and isa != "amx"
+    cands, why = [], {}          # why: (mr, nr) -> the reason it gives no tile
+    for nr in nr_list:
+        for mr in mr_list:
             try:
                 spec = TileSpec(isa, mr, nr, types=types)
-            except TileError:
+            except TileError as exc:
+                why[(mr, nr)] = str(exc)
                 continue
-            if not mrs and isa != "amx" and not register_budget(spec).hides_fma_latency:
+            b = register_budget(spec)
+            if latency and not b.hides_fma_latency:
+                why[(mr, nr)] = (f"{spec.name} has {b.accumulators} accumulators, fewer "
+                                 f"than the {b.min_accumulators} that hide the FMA latency")
                 continue
             cands.append(spec)
+    if mrs and nrs:              # every requested pair that gave no tile
+        notes += [f"--mr {mr} --nr {nr}: {r}" for (mr, nr), r in why.items()]
+    elif mrs:                    # a requested MR that gave no tile with any NR
+        notes += [f"--mr {mr}: no NR fits ({why[(mr, nr_list[0])]})" for mr in mr_list
+                  if nr_list and not any(s.mr == mr for s in cands)]
+    elif nrs:                    # a requested NR that gave no tile with any MR
+        for nr in nr_list:
+            if not any(s.nr == nr for s in cands):
+                rs = [why[(mr, nr)] for mr in mr_list]
+                short = [r for r in rs if "hide the FMA latency" in r]
+                over = [r for r in rs if "hide the FMA latency" not in r]
+                notes.append(f"--nr {nr}: no MR gives a tile that hides the FMA latency and "
+                             f"fits the registers (" + "; ".join(short[-1:] + over[:1]) + ")")
     if len(cands) > max_shapes:
+        key = lambda s: (-register_budget(s).needed, s.mr)  # noqa: E731
         by_width: dict[int, list[TileSpec]] = {}
         for s in cands:
             by_width.setdefault(s.vectors_per_row, []).append(s)
-        keep = {max(v, key=lambda s: register_budget(s).needed) for v in by_width.values()}
-        rest = sorted((s for s in cands if s not in keep),
-                      key=lambda s: (-register_budget(s).needed, s.mr))
-        keep |= set(rest[:max(0, max_shapes - len(keep))])
+        firsts = sorted((min(v, key=key) for v in by_width.values()), key=key)
+        keep = set((firsts + sorted((s for s in cands if s not in firsts), key=key))[:max_shapes])
+        notes.append(f"{max_shapes} of the {len(cands)} enumerated tile shapes kept "
+                     f"(--max-shapes {max_shapes}): those using the most registers, one per "
+                     f"vector width first")
         cands = [s for s in cands if s in keep]
     return cands
 
@@ -167,7 +203,8 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     """Run the sweep (see the module docstring); returns a JSON-serialisable dict:
     ``rows`` (SweepRow dicts, ranked), ``verdict`` (stats.Verdict.as_dict()),
     ``winner`` (the leader when separated, else None), ``leader``, ``ties``,
-    ``default`` (gemm()'s default tile of the ISA), ``problems`` (the workload's shapes,
+    ``default`` (gemm()'s default tile of the ISA), ``notes`` (requested --mr/--nr values
+    that gave no tile and why, the --max-shapes cut), ``problems`` (the workload's shapes,
     each once), ``merged_problems`` (label -> how many DeepBench shapes ``scale`` made
     that one), ``peak`` (GFLOP/s with interval),
     ``shapes`` (per shape: flops, GFLOP/s of every tile and peer, ratio to the shape's
@@ -193,7 +230,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
     if isa not in usable_isas():
         raise IsaUnavailableError(f"{isa} cannot run here; microkernel.sweep.predicted() "
                                   f"ranks its tiles statically")
-    specs, default = _ranked_specs(isa, types, mrs, nrs, max_shapes)
+    specs, default, notes = _ranked_specs(isa, types, mrs, nrs, max_shapes)
     all_problems = load(workload, scale)     # shapes that coincide once scaled: once
     merged = merged_shapes(workload, scale)
     problems = bench.tiled(all_problems)
@@ -251,6 +288,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
                                                                  if n not in result.dropped],
                         peer_names)
     out = {"isa": isa, "types": types, "workload": workload, "scale": scale, "threads": threads,
+           "notes": notes,
            "problems": [p.label for p in all_problems], "merged_problems": merged,
            "ranked_problems": [p.label for p in problems],
            "gemv_problems": [p.label for p in all_problems if p not in problems],
@@ -332,17 +370,24 @@ def _default(isa: str, types: str):
 
 
 def _ranked_specs(isa: str, types: str, mrs, nrs, max_shapes: int):
-    """(the tiles to rank, gemm()'s default tile or None): the candidates, and the
-    default beside them (k-unrolled on x86) when no --mr/--nr narrows the search.
-    SweepError when there is no candidate."""
-    specs = candidates(isa, mrs, nrs, max_shapes, types=types)
+    """(the tiles to rank, gemm()'s default tile or None, notes): the candidates, and
+    the default beside them (k-unrolled on x86) when no --mr/--nr narrows the search;
+    notes: why requested --mr/--nr values gave no tile, and the --max-shapes cut
+    (:func:`candidates`). SweepError, naming those reasons, when there is no candidate."""
+    notes: list[str] = []
+    specs = candidates(isa, mrs, nrs, max_shapes, types=types, notes=notes)
     if not specs:
-        raise SweepError(f"no {isa} {types} tile fits the register and latency bounds for "
-                         f"--mr {mrs or 'any'} --nr {nrs or 'any'}")
+        raise SweepError(f"no {isa} {types} tile to sweep: " + "; ".join(notes) if notes else
+                         f"no {isa} {types} tile fits the register and latency bounds for "
+                         f"--mr {_values(mrs)} --nr {_values(nrs)}")
     default = _default(isa, types)
     if not (mrs or nrs) and default is not None and default not in specs:
         specs.append(default)
-    return specs, default
+    return specs, default, notes
+
+
+def _values(v) -> str:
+    return ",".join(str(x) for x in v) if v else "any"
 
 
 def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
@@ -353,7 +398,7 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     predicted FMA-unit utilisation = (FMAs per k / FMA units) / predicted cycles per k,
     tiles whose K loop spills after all that do not.
     Returns a dict with ``rows`` (name, registers, spills, predicted cycles per k,
-    predicted utilisation), ``mcpu`` and ``predicted: True``.
+    predicted utilisation), ``mcpu``, ``notes`` (as :func:`sweep`'s) and ``predicted: True``.
 
     Raises SweepError when no tile is a candidate or no tile could be analysed (the
     message names what is missing, e.g. llvm-mca or the cross compiler).
@@ -361,7 +406,7 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     from . import analysis as analysis_report
     progress = progress or (lambda text: None)
     types = types or ISAS[isa].implied or ISAS[isa].types[0]
-    specs, default = _ranked_specs(isa, types, mrs, nrs, max_shapes)
+    specs, default, notes = _ranked_specs(isa, types, mrs, nrs, max_shapes)
     rows, errors = [], []
     for spec in specs:
         progress(f"{spec.name}: compile and read the inner loop")
@@ -391,6 +436,7 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     rows.sort(key=lambda r: (bool(r["spills"]), -(r["predicted_utilisation"] or -1)))
     mc = next((r.get("mcpu") for r in rows if r.get("mcpu")), mcpu)
     return {"isa": isa, "types": types, "predicted": True, "mcpu": mc, "rows": rows,
+            "notes": notes,
             "leader": rows[0]["name"], "default": default.name if default is not None else None}
 
 

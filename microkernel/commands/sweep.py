@@ -35,7 +35,9 @@ def add_arguments(p) -> None:
                    "shapes that then coincide are timed once")
     p.add_argument("--threads", type=positive_int, default=1)
     p.add_argument("--max-shapes", type=positive_int, default=16,
-                   help="at most this many enumerated tile shapes (default 16)")
+                   help="at most this many enumerated tile shapes (default 16): those using "
+                   "the most registers, one per vector width first; gemm()'s default tile "
+                   "is raced beside them unless --mr/--nr narrow the search")
     p.add_argument("--margin", type=fraction, default=stats.DEFAULT_MARGIN,
                    help="speed difference below which tiles tie (default 0: a tile ties "
                    "with the leader unless its interval shows it slower; e.g. 0.03 or 3%%)")
@@ -141,6 +143,12 @@ def run(args) -> int:
 
 # -- measured ---------------------------------------------------------------------------
 
+def _print_notes(con, res) -> None:
+    """The requested --mr/--nr values that gave no tile, and the --max-shapes cut."""
+    for note in res.get("notes") or ():
+        con.print(f"note: {note}")
+
+
 def _iv(d, fmt="{:.3f}") -> str:
     if not d:
         return "-"
@@ -178,6 +186,7 @@ def _print_measured(con, res) -> None:
               f"min(m, n) >= 16, {res['threads']} thread(s)"
               + (f"; {len(res['gemv_problems'])} n = 1 shapes not ranked (the driver's GEMV "
                  f"path, the same for every tile)" if res["gemv_problems"] else ""))
+    _print_notes(con, res)
     if res.get("merged_problems"):
         con.print(f"--scale {res['scale']} makes some DeepBench shapes the same; each is "
                   f"timed once: " + ", ".join(f"{s} ({n} shapes)"
@@ -280,6 +289,7 @@ def _print_predicted(con, res) -> None:
               f"{res.get('types', '')} tiles ranked "
               f"from their generated code by llvm-mca -mcpu={res['mcpu']}"
               + (f"; {res['why']}" if res.get("why") else ""))
+    _print_notes(con, res)
     t = _table("predicted ranking: FMA-unit use = (FMAs per k / FMA units) / predicted "
                "cycles per k", [("#", "right"), ("tile", "left"), ("regs", "right"),
                                 ("spills", "right"), ("FMAs/k", "right"),
