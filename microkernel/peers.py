@@ -39,6 +39,8 @@ import dataclasses
 import functools
 import importlib.util
 import os
+import shlex
+import sys
 
 import numpy as np
 
@@ -46,36 +48,44 @@ __all__ = ["available", "call", "limit_threads", "describe", "PEERS", "TypedPeer
            "typed_call", "typed_why_not", "openblas_spin_note", "torch_spin_note"]
 
 PEERS = ("numpy", "torch", "blis")
+#: the pip package that installs each optional peer
+PIP = {"torch": "torch", "blis": "blis"}
 
 
 def available(names=None, types: str = "f32") -> list[str]:
-    """The peers (of ``names``, default all) that can run here on inputs of ``types``
-    (microkernel.dtypes names), numpy first."""
+    """The peers of ``names`` (None: all; an empty list: none) that can run here on
+    inputs of ``types`` (microkernel.dtypes names), in the order given.
+
+    Raises ValueError for a name that is not a peer."""
     out = []
-    for name in names or PEERS:
+    for name in PEERS if names is None else names:
         if name not in PEERS:
             raise ValueError(f"unknown peer {name!r}; known: {', '.join(PEERS)}")
-        if name == "numpy" or importlib.util.find_spec(name) is not None:
-            if types == "f32" or typed_why_not(name, types) is None:
-                out.append(name)
+        if typed_why_not(name, types) is None:
+            out.append(name)
     return out
 
 
-def typed_why_not(name: str, types: str) -> str | None:
-    """Why peer ``name`` has no GEMM on ``types`` here (None: it has one)."""
+def typed_why_not(name: str, types: str = "f32") -> str | None:
+    """Why peer ``name`` has no GEMM on ``types`` here (None: it has one), as a phrase
+    that stands on its own: not a peer (the known ones listed), not installed (with the
+    pip package), or no GEMM on those types."""
+    if name not in PEERS:
+        return f"{name!r} is not a peer (known: {', '.join(PEERS)})"
     if name == "numpy":
+        return None
+    if importlib.util.find_spec(name) is None:
+        return (f"{name} is not installed here: {shlex.quote(sys.executable)} -m pip "
+                f"install {PIP[name]}")
+    if types == "f32":
         return None
     if name == "blis":
         return "blis is float32 only"
-    if name == "torch":
-        if importlib.util.find_spec("torch") is None:
-            return "PyTorch is not installed"
-        if types in ("bf16", "f16", "f16h"):
-            return None
-        if types == "s8s8":
-            return _torch_int_mm_error()
-        return f"PyTorch has no {types} (u8 x s8 / u8 x u8) matmul; torch._int_mm is s8 x s8"
-    return f"unknown peer {name!r}"
+    if types in ("bf16", "f16", "f16h"):
+        return None
+    if types == "s8s8":
+        return _torch_int_mm_error()
+    return f"PyTorch has no {types} (u8 x s8 / u8 x u8) matmul; torch._int_mm is s8 x s8"
 
 
 @functools.lru_cache(maxsize=None)

@@ -254,8 +254,7 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
         rows[k.name].l1 = {x: v for x, v in l1_fig[k.label].items() if x != "rounds"}
 
     # 2. the workload race
-    peer_names = (peers_mod.available(peers, types=types) if peers is not None else
-                  peers_mod.available(types=types))
+    peer_names = peers_mod.available(peers, types=types)     # None: all; []: none
     progress(f"workload race: checking {len(kernels)} tiles and {len(peer_names)} peers "
              f"on {len(problems)} shapes against float64")
     with peers_mod.limit_threads(threads, peer_names):

@@ -51,10 +51,8 @@ def resolve_peers(peers, dtype: str) -> list[str]:
     names = (peers_mod.available(types=dtype) if peers is None else
              [x.strip() for x in peers.split(",") if x.strip()])
     for n in names:
-        if n not in peers_mod.PEERS or n not in peers_mod.available([n], types=dtype):
-            why = peers_mod.typed_why_not(n, dtype) if n in peers_mod.PEERS else "unknown"
-            raise UsageError(f"--peers: {n!r} is unknown, not installed or has no "
-                             f"{dtype} GEMM here ({why})")
+        if (why := peers_mod.typed_why_not(n, dtype)) is not None:
+            raise UsageError(f"--peers: {why}")
     return names
 
 

@@ -48,7 +48,7 @@ def add_arguments(p) -> None:
     p.add_argument("--min-time", type=nonneg_float, default=0.02,
                    help="seconds each sample lasts at least (default 0.02)")
     p.add_argument("--peers", help="reference libraries, comma-separated (default: every one "
-                   "installed of numpy, torch, blis)")
+                   "installed of numpy, torch, blis; '' for none)")
     p.add_argument("--predict", action="store_true",
                    help="static ranking only (generated code + llvm-mca), nothing executed")
     p.add_argument("--mcpu", help="llvm-mca -mcpu for the predicted ranking "
@@ -89,11 +89,10 @@ def _check(args):
         if bad:
             raise UsageError(f"--peers: unknown {', '.join(bad)}; known: {', '.join(peers_mod.PEERS)}")
         dtype = getattr(args, "dtype", None) or "f32"
-        missing = [n for n in names if n not in peers_mod.available(names, types=dtype)]
-        if missing:
-            raise UsageError(f"--peers: {', '.join(missing)} not installed here or without "
-                             f"a {dtype} GEMM")
-        peers = names
+        why = [w for n in names if (w := peers_mod.typed_why_not(n, dtype))]
+        if why:
+            raise UsageError(f"--peers: {'; '.join(why)}")
+        peers = names          # [] (--peers ''): no peer
     check_threads(args.threads)
     return json_path, plot_path, peers
 
