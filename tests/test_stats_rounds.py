@@ -30,6 +30,9 @@ def test_sweep_of_three_rounds_prints_a_tie_for_want_of_rounds(monkeypatch, caps
         c["rounds"] = 3
         c["status"] = "tied" if c["status"] == "behind" else c["status"]
     res["verdict"]["ties"] = res["ties"] = list(res["verdict"]["vs_leader"])
+    for r in res["rows"]:
+        r["status"] = "tied" if r["status"] == "behind" else r["status"]
+        r["dropped_after"] = 3 if r["dropped_after"] else None
     res["verdict"]["behind"], res["verdict"]["separated"], res["winner"] = [], False, None
     monkeypatch.setattr(sw, "sweep", lambda *a, **k: res)
     assert main(["sweep"]) == 0
@@ -37,3 +40,4 @@ def test_sweep_of_three_rounds_prints_a_tie_for_want_of_rounds(monkeypatch, caps
     assert "tie: 3 rounds cannot show a difference at 95% (need >= 6); against avx2_4x24_u8:" in text
     assert "holds the true ratio with at most 75% probability" in text
     assert "winner" not in text
+    assert "tied@3" in text and "behind@3" not in text   # dropped by the race, not shown behind

@@ -210,8 +210,8 @@ def _print_measured(con, res) -> None:
     for i, r in enumerate(res["rows"], 1):
         l1 = r["l1"]
         status = r["status"]
-        if r["status"] == "behind" and r["dropped_after"]:
-            status = f"behind@{r['dropped_after']}"
+        if r["status"] in ("behind", "tied") and r["dropped_after"]:
+            status = f"{r['status']}@{r['dropped_after']}"
         if r["status"] in ("invalid", "error"):
             status = f"[red]{r['status']}[/red]"
         t.add_row(str(i), r["name"] + ("*" if r["is_default"] else ""),
@@ -221,8 +221,8 @@ def _print_measured(con, res) -> None:
                   f"{l1['pct_peak']:.0f} [{l1['pct_peak_lo']:.0f}-{l1['pct_peak_hi']:.0f}]" if l1 else "-",
                   "-" if r["spills"] is None else str(r["spills"]), status)
     t.caption = ("* gemm()'s default tile. vs leader: its time / the tile's - 1, [95% interval]; "
-                 "behind@R: dropped after round R. L1: the micro-kernel on packed panels in L1 "
-                 "against the FMA peak, same rounds")
+                 "behind@R: dropped after round R (tied@R: too few rounds to show it behind). "
+                 "L1: the micro-kernel on packed panels in L1 against the FMA peak, same rounds")
     t.caption_justify = "left"
     con.print(t)
     tied = set(res["ties"])
