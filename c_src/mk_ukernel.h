@@ -19,8 +19,8 @@
  *
  * Panels are read with unaligned loads (the driver 64-byte aligns them anyway).
  * The micro-kernel always computes a full MR x NR tile. Edge tiles go through the
- * optional edge entry point below (SVE: predicates; x86 tiles of several vectors per
- * row: only the vectors the edge needs) or else the driver's MR x NR buffer. NR may
+ * optional edge entry point below (SVE: predicates; x86 fp32 and bf16/fp16-widening
+ * tiles of several vectors per row: only the vectors the edge needs) or else the driver's MR x NR buffer. NR may
  * be a run-time value (SVE: NR = nv * svcntw()), so the driver reads it from the
  * descriptor.
  */
