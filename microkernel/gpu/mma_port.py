@@ -235,12 +235,12 @@ def validate_mma(tile: MmaTile, cases=None, *, seed: int = 0, progress=None) -> 
     :func:`microkernel.gpu.port.validate`: label, m, n, k, alpha, beta, max_err,
     max_bound, oob, nan, ok. ``progress``, if given, is called with a line per case.
     Raises ImportError without numba-cuda (or, for bf16, ml_dtypes)."""
-    from ..validate import GUARD, reference
+    from ..validate import reference
     from .fragments import round_tf32
     from .kernel import _import_cuda
     from .mma_gemm import mma_gemm
     from .mma_kernel import kernel_for
-    from .port import _PAD, SIM_CASES, VALIDATION_CASES
+    from .port import _PAD, SIM_CASES, VALIDATION_CASES, case_operands, check_case, guarded_c
     cuda = _import_cuda()
     if cases is None:
         cases = SIM_CASES if kernel_for(tile).simulated else VALIDATION_CASES
@@ -258,37 +258,18 @@ def validate_mma(tile: MmaTile, cases=None, *, seed: int = 0, progress=None) -> 
     for i, (label, m, n, k, alpha, beta, special) in enumerate(cases):
         if progress is not None:
             progress(f"validating {tile.name} in {where}: case {i + 1}/{len(cases)} {label}")
-        A = rng.uniform(-1, 1, (m, k)).astype(np.float32).astype(stored)
-        B = rng.uniform(-1, 1, (k, n)).astype(np.float32).astype(stored)
-        C0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
-        if special == "nan_ab" and A.size and B.size:
-            A[0, 0] = np.nan
-            B[-1, -1] = np.nan
-        if special == "nan_c" and C0.size:
-            C0[...] = np.nan
-        buf = np.full(m * n + 2 * _PAD, GUARD, np.float32)
-        buf[_PAD:_PAD + m * n] = C0.ravel()
-        dbuf = cuda.to_device(buf)
+        A, B, C0 = case_operands(rng, m, n, k, special, stored)
+        dbuf = guarded_c(cuda, C0)
         with warnings.catch_warnings():     # tiny grids: numba's low-occupancy warning
             warnings.filterwarnings("ignore", message=".*under-utilization.*")
             mma_gemm(A, B, dbuf[_PAD:_PAD + m * n].reshape(m, n), alpha=alpha, beta=beta,
                      tile=tile)
-        got_buf = dbuf.copy_to_host()
-        got = got_buf[_PAD:_PAD + m * n].reshape(m, n).astype(np.float64)
-        oob = bool(np.any(got_buf[:_PAD] != GUARD) or np.any(got_buf[_PAD + m * n:] != GUARD))
         # exact in float32: f16 / bf16 values, and the tf32 rounding the kernel applies
         A32, B32 = A.astype(np.float32), B.astype(np.float32)
         if tile.precision == "tf32":
             A32, B32 = round_tf32(A32), round_tf32(B32)
         ref, bound = reference(A32, B32, C0, alpha, beta, types="f32")
-        with np.errstate(invalid="ignore"):
-            err = np.abs(got - ref)
-        bad_nan = bool(np.any(~np.isfinite(got)))
-        max_err = float(np.nanmax(err)) if err.size else 0.0
-        ok = (not oob) and (not bad_nan) and bool(np.all(err <= bound))
-        out.append({"label": label, "m": m, "n": n, "k": k, "alpha": alpha, "beta": beta,
-                    "max_err": max_err, "max_bound": float(bound.max()) if bound.size else 0.0,
-                    "oob": oob, "nan": bad_nan, "ok": ok})
+        out.append(check_case(label, m, n, k, alpha, beta, dbuf, ref, bound))
     return out
 
 

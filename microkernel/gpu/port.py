@@ -429,33 +429,53 @@ def validate(kernel, cases=VALIDATION_CASES, *, seed: int = 0) -> list:
     rng = np.random.default_rng(seed)
     out = []
     for label, m, n, k, alpha, beta, special in cases:
-        A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-        B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-        C0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
-        if special == "nan_ab" and A.size and B.size:
-            A[0, 0] = np.nan
-            B[-1, -1] = np.nan
-        if special == "nan_c" and C0.size:
-            C0[...] = np.nan
-        buf = np.full(m * n + 2 * _PAD, _GUARD, np.float32)
-        buf[_PAD:_PAD + m * n] = C0.ravel()
-        dbuf = cuda.to_device(buf)
-        dC = dbuf[_PAD:_PAD + m * n].reshape(m, n)
+        A, B, C0 = case_operands(rng, m, n, k, special)
+        dbuf = guarded_c(cuda, C0)
         dA, dB = cuda.to_device(A), cuda.to_device(B)
         with warnings.catch_warnings():     # tiny grids: numba's low-occupancy warning
             warnings.filterwarnings("ignore", message=".*under-utilization.*")
-            kern.launch(dA, dB, dC, alpha, beta)
-        got_buf = dbuf.copy_to_host()
-        got = got_buf[_PAD:_PAD + m * n].reshape(m, n).astype(np.float64)
-        oob = bool(np.any(got_buf[:_PAD] != _GUARD) or np.any(got_buf[_PAD + m * n:] != _GUARD))
+            kern.launch(dA, dB, dbuf[_PAD:_PAD + m * n].reshape(m, n), alpha, beta)
         # the CPU side's reference and bound (microkernel.validate), one definition
         ref, bound = _reference(A, B, C0, alpha, beta)
-        with np.errstate(invalid="ignore"):
-            err = np.abs(got - ref)
-        bad_nan = bool(np.any(~np.isfinite(got)))
-        max_err = float(np.nanmax(err)) if err.size else 0.0
-        ok = (not oob) and (not bad_nan) and bool(np.all(err <= bound))
-        out.append({"label": label, "m": m, "n": n, "k": k, "alpha": alpha, "beta": beta,
-                    "max_err": max_err, "max_bound": float(bound.max()) if bound.size else 0.0,
-                    "oob": oob, "nan": bad_nan, "ok": ok})
+        out.append(check_case(label, m, n, k, alpha, beta, dbuf, ref, bound))
     return out
+
+
+def case_operands(rng, m, n, k, special, stored=np.float32):
+    """A (m x k), B (k x n) of ``stored`` values uniform in [-1, 1) and an fp32 C0
+    (m x n), with the case's planted NaN (``nan_ab``: A[0, 0] and B[-1, -1];
+    ``nan_c``: all of C0)."""
+    A = rng.uniform(-1, 1, (m, k)).astype(np.float32).astype(stored)
+    B = rng.uniform(-1, 1, (k, n)).astype(np.float32).astype(stored)
+    C0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    if special == "nan_ab" and A.size and B.size:
+        A[0, 0] = np.nan
+        B[-1, -1] = np.nan
+    if special == "nan_c" and C0.size:
+        C0[...] = np.nan
+    return A, B, C0
+
+
+def guarded_c(cuda, C0):
+    """A device buffer holding ``C0`` (m x n, row-major) between ``_PAD`` guard
+    elements on each side; C is ``buf[_PAD:_PAD + m * n].reshape(m, n)``."""
+    buf = np.full(C0.size + 2 * _PAD, _GUARD, np.float32)
+    buf[_PAD:_PAD + C0.size] = C0.ravel()
+    return cuda.to_device(buf)
+
+
+def check_case(label, m, n, k, alpha, beta, dbuf, ref, bound) -> dict:
+    """One validation row: C from the guarded device buffer against ``ref`` within
+    ``bound``; a changed guard is an out-of-bounds write, a NaN/Inf where ``ref`` has
+    none an unexpected one."""
+    got_buf = dbuf.copy_to_host()
+    got = got_buf[_PAD:_PAD + m * n].reshape(m, n).astype(np.float64)
+    oob = bool(np.any(got_buf[:_PAD] != _GUARD) or np.any(got_buf[_PAD + m * n:] != _GUARD))
+    with np.errstate(invalid="ignore"):
+        err = np.abs(got - ref)
+    bad_nan = bool(np.any(~np.isfinite(got)))
+    max_err = float(np.nanmax(err)) if err.size else 0.0
+    ok = (not oob) and (not bad_nan) and bool(np.all(err <= bound))
+    return {"label": label, "m": m, "n": n, "k": k, "alpha": alpha, "beta": beta,
+            "max_err": max_err, "max_bound": float(bound.max()) if bound.size else 0.0,
+            "oob": oob, "nan": bad_nan, "ok": ok}
