@@ -870,3 +870,18 @@ def test_driver_launcher_packs_the_parameters_once(monkeypatch):
     raw = d.slots.view(np.uint8).reshape(5, 8)
     assert d.slots[1] == 0xDEADBEEF
     assert raw[3, :4].view(np.float32)[0] == 1.5 and not raw[3, 4:].any()
+
+
+def test_gpu_sweep_text_says_when_rounds_were_too_few():
+    """The GPU sweep's text names a tie for want of rounds as such (stats.Verdict's
+    too_few), and a tie on the evidence as not shown slower."""
+    from microkernel.gpu.sweep import render_text
+    res = {"device": "X", "sm_count": 1, "shapes": ["s"], "rows": [], "per_shape": [],
+           "race": {"rounds": 3, "seconds": 1.0, "stopped": "budget", "margin": 0.0,
+                    "level": 0.95}}
+    v = {"leader": "a", "ties": ["a", "b"], "margin": 0.0, "level": 0.95, "rounds": 3,
+         "rounds_needed": 6, "too_few": True}
+    assert "3 rounds cannot show a difference at 95%: that needs >= 6" in render_text(
+        {**res, "verdict": v})
+    text = render_text({**res, "verdict": {**v, "rounds": 9, "too_few": False}})
+    assert "tie: a, b (not shown slower)" in text and "cannot show" not in text

@@ -132,7 +132,8 @@ def run(args) -> int:
                                 "parts": blk.parts, "overridden": sorted(args.blocking or ())}}
     t = Table(title=f"micro-kernel in L1 (K={args.kc}) and the {best.spec.isa} FMA peak "
                     f"{_iv(peak)} GFLOP/s, {args.rounds} interleaved rounds, medians "
-                    f"[95% intervals]", box=box.SIMPLE_HEAD, title_justify="left")
+                    f"[95% intervals]" + (f" ({c})" if (c := stats.interval_caveat(args.rounds))
+                                          else ""), box=box.SIMPLE_HEAD, title_justify="left")
     cols = ("kernel", "GFLOP/s", "% of peak") + (("its peak", "peak GFLOP/s") if own else ())
     for col in cols:
         t.add_column(col, justify="right", no_wrap=True)

@@ -319,7 +319,11 @@ def render_text(res: dict) -> str:
             cb = f"{e['cublas_tflops']:.2f}" if "cublas_tflops" in e else "-"
             lines.append(f"| {e['shape']} | " + " | ".join(cells) + f" | {cb} | "
                          + (f"{p['tile']} split {p['split']}" if p else "-") + " |")
-    if len(v["ties"]) > 1:
+    if v.get("too_few"):
+        lines += ["", f"tie: {', '.join(v['ties'])} ({v['rounds']} rounds cannot show a "
+                      f"difference at {100 * v['level']:g}%: that needs >= "
+                      f"{v['rounds_needed']})"]
+    elif len(v["ties"]) > 1:
         by = f" by more than {100 * v['margin']:g}%" if v["margin"] else ""
         lines += ["", f"tie: {', '.join(v['ties'])} (not shown slower{by})"]
     else:
