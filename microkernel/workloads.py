@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
 import importlib.resources
@@ -67,9 +68,7 @@ def unique(problems) -> list[Problem]:
 def repeats(problems) -> dict[str, int]:
     """Label -> how many of ``problems`` have it, for the labels given more than once
     (what :func:`unique` merges)."""
-    count: dict[str, int] = {}
-    for p in problems:
-        count[p.label] = count.get(p.label, 0) + 1
+    count = collections.Counter(p.label for p in problems)
     return {label: n for label, n in count.items() if n > 1}
 
 

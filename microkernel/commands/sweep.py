@@ -14,8 +14,8 @@ from .. import stats
 from ..tile import ISAS
 from .bench import add_dtype_argument
 from .common import (Progress, UsageError, check_threads, console, fraction, need_matplotlib,
-                     nonneg_float, output_path, positive_int, positive_ints, python_command,
-                     write_json)
+                     nonneg_float, output_path, positive_float, positive_int, positive_ints,
+                     python_command, write_json)
 
 __all__ = ["add_arguments", "run", "plot"]
 
@@ -45,7 +45,7 @@ def add_arguments(p) -> None:
                    help="seconds the workload race may take (default 110)")
     p.add_argument("--rounds", type=positive_int, default=40,
                    help="most rounds of the workload race (default 40)")
-    p.add_argument("--min-time", type=nonneg_float, default=0.02,
+    p.add_argument("--min-time", type=positive_float, default=0.02,
                    help="seconds each sample lasts at least (default 0.02)")
     p.add_argument("--peers", help="reference libraries, comma-separated (default: every one "
                    "installed of numpy, torch, blis; '' for none)")
@@ -77,8 +77,6 @@ def _check(args):
         need_matplotlib()
     if args.budget <= 0:
         raise UsageError("--budget must be > 0 seconds")
-    if args.min_time <= 0:
-        raise UsageError("--min-time must be > 0 seconds")
     if args.rounds < 2:
         raise UsageError("--rounds must be >= 2 (the intervals come from the rounds)")
     peers = None
