@@ -141,3 +141,17 @@ def test_openblas_spin_note_only_for_openblas(monkeypatch):
     monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
     monkeypatch.setattr(peers, "describe", lambda n: "numpy (mkl 2025.1 SkylakeX)")
     assert peers.openblas_spin_note(["numpy"], 2, 0.0) is None
+
+
+def test_compare_names_the_shapes_a_scale_merges(monkeypatch, capsys):
+    """DeepBench at --scale 8 has shapes that coincide: compare times each once and
+    says which (before any timing)."""
+    from microkernel import bench
+    def stop(*a, **k):
+        raise bench.WrongResult("stopped here by the test")
+    monkeypatch.setattr(bench, "gemm_contenders", stop)
+    assert main(["compare", "--kernels", "scalar_4x4", "--workload", "deepbench",
+                 "--scale", "8", "--rounds", "2"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--scale 8 makes some deepbench shapes the same" in out
+    assert "384x187x128 (2 shapes)" in out

@@ -113,7 +113,7 @@ def _problems(args):
 
 
 def run(args) -> int:
-    from .. import peers as peers_mod
+    from .. import peers as peers_mod, workloads
     from ..bench import WrongResult, gemm_contenders
     from ..timing import Rounds
     json_path = output_path("--json", args.json)
@@ -132,6 +132,9 @@ def run(args) -> int:
             con.print(f"peer {n}: not timed on {dtype} ({why or 'not asked for'})")
     if not sources_pass_catalogue([e.kernel for e in entries], con):
         return 1
+    if args.workload and (merged := workloads.merged(args.workload, args.scale)):
+        con.print(f"--scale {args.scale} makes some {args.workload} shapes the same; each is "
+                  "timed once: " + ", ".join(f"{s} ({n} shapes)" for s, n in merged.items()))
     with peers_mod.limit_threads(args.threads, peer_names), Progress() as progress:
         progress(f"checking {len(entries)} contender(s) and {len(peer_names)} peer(s) on "
                  f"{len(problems)} shape(s) against float64")
