@@ -241,20 +241,18 @@ def validate_mma(tile: MmaTile, cases=None, *, seed: int = 0, progress=None) -> 
     from .mma_gemm import mma_gemm
     from .mma_kernel import kernel_for
     from .port import _PAD, SIM_CASES, VALIDATION_CASES, case_operands, check_case, guarded_c
+    from ..dtypes import bfloat16
     cuda = _import_cuda()
+    simulated = kernel_for(tile).simulated
     if cases is None:
-        cases = SIM_CASES if kernel_for(tile).simulated else VALIDATION_CASES
-    if tile.precision == "bf16":
-        try:
-            from ml_dtypes import bfloat16 as stored
-        except ImportError:
-            raise ImportError("validating bf16 needs ml_dtypes (numpy bfloat16), a "
-                              "dependency of microkernel: pip install ml_dtypes") from None
-    else:
-        stored = np.float16 if tile.precision == "f16" else np.float32
+        cases = SIM_CASES if simulated else VALIDATION_CASES
+    if tile.precision == "bf16" and bfloat16 is None:
+        raise ImportError("validating bf16 needs ml_dtypes (numpy bfloat16), a "
+                          "dependency of microkernel: pip install ml_dtypes")
+    stored = {"bf16": bfloat16, "f16": np.float16}.get(tile.precision, np.float32)
     rng = np.random.default_rng(seed)
     out = []
-    where = "numba's CUDA simulator" if kernel_for(tile).simulated else "the GPU"
+    where = "numba's CUDA simulator" if simulated else "the GPU"
     for i, (label, m, n, k, alpha, beta, special) in enumerate(cases):
         if progress is not None:
             progress(f"validating {tile.name} in {where}: case {i + 1}/{len(cases)} {label}")
