@@ -42,9 +42,10 @@ BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
     # the fp32 micro-kernel of the ISA's default shape
     "avx512_bf16_8x32_u4", "avx512_f16_8x32_u4",
     "avx2_bf16_4x24_u8", "avx2_f16_4x24_u8",
-    # integers widened to int16 pairs, vpmaddwd (x86.py)
+    # integers widened to int16 pairs, vpmaddwd (x86.py); avx2: 4x16, since 4x24 needs 17
+    # ymm with vpmaddwd's product (docs/performance.md, AVX2 integer tiles)
     "avx512_s8s8_8x32", "avx512_u8s8_8x32", "avx512_u8u8_8x32",
-    "avx2_s8s8_4x24", "avx2_u8s8_4x24", "avx2_u8u8_4x24",
+    "avx2_s8s8_4x16", "avx2_u8s8_4x16", "avx2_u8u8_4x16",
     # every type in portable C
     "scalar_bf16_4x4", "scalar_f16_4x4", "scalar_s8s8_4x4", "scalar_u8s8_4x4",
     "scalar_u8u8_4x4",
@@ -72,8 +73,9 @@ BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
     "avx512bf16_8x32",
     # AVX512-FP16 vfmadd231ph, fp16 accumulation: 8 rows x 2 vectors of 32 fp16 lanes
     "avx512fp16_8x64",
-    # AVX512-VNNI vpdpbusd, u8 x s8 quads
-    "avx512vnni_u8s8_8x32",
+    # AVX512-VNNI vpdpbusd, u8 x s8 quads; s8s8 and u8u8 with A shifted by 128 and B's
+    # column sums subtracted (x86_typed.py)
+    "avx512vnni_u8s8_8x32", "avx512vnni_s8s8_8x32", "avx512vnni_u8u8_8x32",
 ))
 
 #: gemm()'s kernel for typed inputs: the first of each list whose ISA this CPU and OS
@@ -87,13 +89,13 @@ TYPED_DEFAULTS: dict[str, tuple[str, ...]] = {
              "svebf16_8x2v", "neonbf16_8x8", "sme_bf16_2x2v", "scalar_bf16_4x4"),
     "f16": ("avx512_f16_8x32_u4", "avx2_f16_4x24_u8",
             "neonfp16_f16_8x8", "sme_f16_2x2v", "scalar_f16_4x4"),
-    "s8s8": ("amx_s8s8_32x32", "avx512_s8s8_8x32", "avx2_s8s8_4x24",
+    "s8s8": ("amx_s8s8_32x32", "avx512vnni_s8s8_8x32", "avx512_s8s8_8x32", "avx2_s8s8_4x16",
              "svei8mm_s8s8_8x2v", "neoni8mm_s8s8_8x8", "neondot_s8s8_8x12",
              "scalar_s8s8_4x4"),
-    "u8s8": ("amx_u8s8_32x32", "avx512vnni_u8s8_8x32", "avx512_u8s8_8x32", "avx2_u8s8_4x24",
+    "u8s8": ("amx_u8s8_32x32", "avx512vnni_u8s8_8x32", "avx512_u8s8_8x32", "avx2_u8s8_4x16",
              "svei8mm_u8s8_8x2v", "neoni8mm_u8s8_8x8", "neondot_u8s8_8x12",
              "scalar_u8s8_4x4"),
-    "u8u8": ("amx_u8u8_32x32", "avx512_u8u8_8x32", "avx2_u8u8_4x24",
+    "u8u8": ("amx_u8u8_32x32", "avx512vnni_u8u8_8x32", "avx512_u8u8_8x32", "avx2_u8u8_4x16",
              "svei8mm_u8u8_8x2v", "neoni8mm_u8u8_8x8", "neondot_u8u8_8x12",
              "scalar_u8u8_4x4"),
 }
@@ -136,6 +138,7 @@ DEVICE_TYPED: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
     "amx_bf16_32x32", "amx_s8s8_32x32", "amx_u8s8_32x32", "amx_u8u8_32x32",
     "amx_bf16_16x32", "amx_bf16_32x16", "avx512bf16_8x32", "avx512bf16_8x32_u4",
     "avx512fp16_8x64", "avx512fp16_8x64_u4", "avx512vnni_u8s8_8x32",
+    "avx512vnni_s8s8_8x32", "avx512vnni_u8u8_8x32",
 ))
 
 #: AVX-512 tiles raced on the lent Sapphire Rapids host (bench/device_cpu.sh)

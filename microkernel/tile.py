@@ -139,9 +139,12 @@ ISAS: dict[str, IsaInfo] = {
     # AVX512-FP16 vfmadd231ph: 32 fp16 lanes, fp16 accumulation (SDM vol. 2C, VFMADD*PH)
     "avx512fp16": IsaInfo("avx512fp16", "x86_64", 32, 32, 4, 2,
                           _AVX512_FLAGS + ("-mavx512fp16",), types=("f16h",), implied="f16h"),
-    # AVX512-VNNI vpdpbusd: u8 x s8 quads along K into int32 lanes (SDM vol. 2C, VPDPBUSD)
+    # AVX512-VNNI vpdpbusd: u8 x s8 quads along K into int32 lanes (SDM vol. 2C, VPDPBUSD);
+    # s8s8 and u8u8 through it with A shifted by 128 and B's column sums subtracted
+    # (codegen/x86_typed.py)
     "avx512vnni": IsaInfo("avx512vnni", "x86_64", 16, 32, 5, 2,
-                          _AVX512_FLAGS + ("-mavx512vnni",), types=("u8s8",), implied=None),
+                          _AVX512_FLAGS + ("-mavx512vnni",), types=("u8s8", "s8s8", "u8u8"),
+                          implied=None),
     # AMX: 8 tile registers of 16 rows x 64 bytes (tmm0-7); a C tile is 16 x 16 fp32 or
     # int32, ``vector_registers`` counts tile registers (register_budget below).
     # fma_latency / fma_units are in units of one TMUL issue: tdp* issue once per 16
@@ -251,7 +254,9 @@ class TileSpec:
             raise TileError(
                 f"{self.name} needs {budget.needed} vector registers "
                 f"({budget.accumulators} accumulators + {budget.b_vectors} B vectors + "
-                f"{budget.broadcasts} broadcast) but {self.isa} has {budget.available}; "
+                f"{budget.broadcasts} broadcast"
+                + (f" + {budget.temporaries} for the instruction form" if budget.temporaries
+                   else "") + f") but {self.isa} has {budget.available}; "
                 f"the compiler would spill the register tile to the stack")
 
     # -- names ------------------------------------------------------------------
@@ -371,10 +376,13 @@ class TileSpec:
 class RegisterBudget:
     """Vector registers a tile needs, and the Low et al. latency bound.
 
-    ``needed = accumulators + b_vectors + broadcasts`` where accumulators =
-    MR * NR / lanes, b_vectors = NR / lanes (one B row per k step) and one register
-    for the broadcast A value. This is the register-bound form LIBXSMM checks
-    before generating a kernel. ``min_accumulators = fma_latency * fma_units`` is the
+    ``needed = accumulators + b_vectors + broadcasts + temporaries`` where accumulators =
+    MR * NR / lanes, b_vectors = NR / lanes (one B row per k step), one register
+    for the broadcast A value, and the registers the instruction form needs beyond
+    those (``temporaries``: the product of ``vpmaddwd``, which has no accumulating form
+    without VNNI; the shifted VNNI tiles' NR / lanes column sums and their 0x80
+    constant). This is the register-bound form LIBXSMM checks before generating a
+    kernel. ``min_accumulators = fma_latency * fma_units`` is the
     latency bound MR*NR >= lanes * L_fma * N_fma of Low, Igual, Smith and
     Quintana-Orti, "Analytical Modeling Is Enough for High-Performance BLIS",
     ACM TOMS 43(2), 2016.
@@ -384,10 +392,11 @@ class RegisterBudget:
     broadcasts: int
     available: int
     min_accumulators: int
+    temporaries: int = 0
 
     @property
     def needed(self) -> int:
-        return self.accumulators + self.b_vectors + self.broadcasts
+        return self.accumulators + self.b_vectors + self.broadcasts + self.temporaries
 
     @property
     def hides_fma_latency(self) -> bool:
@@ -442,12 +451,20 @@ def register_budget(spec: TileSpec) -> RegisterBudget:
         return RegisterBudget(accumulators=row_tiles * vpr, b_vectors=vpr,
                               broadcasts=row_tiles, available=info.vector_registers,
                               min_accumulators=info.fma_latency * info.fma_units)
+    integer = spec.types in _INT_TYPES
+    if spec.isa in ("avx2", "avx512") and integer:
+        temporaries = 1              # vpmaddwd's product, before vpaddd adds it
+    elif spec.isa == "avx512vnni" and spec.types != "u8s8":
+        temporaries = vpr + 1        # B's column sums and the 0x80 bytes
+    else:
+        temporaries = 0
     return RegisterBudget(
         accumulators=spec.mr * vpr,
         b_vectors=vpr,
         broadcasts=1,
         available=info.vector_registers,
         min_accumulators=info.fma_latency * info.fma_units,
+        temporaries=temporaries,
     )
 
 

@@ -74,5 +74,5 @@ def test_negative_control_a_template_that_ignores_the_k_groups_fails(name):
 
 
 def test_the_first_line_names_the_file_it_is_written_to():
-    assert render("avx2_s8s8_4x24", "mine.c").splitlines()[1].startswith(" * mine.c: ")
+    assert render("avx2_s8s8_4x16", "mine.c").splitlines()[1].startswith(" * mine.c: ")
     assert render("scalar_4x4").splitlines()[1].startswith(" * scalar_4x4.c: ")

@@ -43,7 +43,7 @@ def test_names_of_the_issue_round_trip(name, isa, types, mr, nr):
     ("avx512vnni_8x32", "name their input types"),
     ("avx512bf16_bf16_8x32", "without saying so"),          # implied types not written
     ("amx_f16_32x32", "take the input types bf16, s8s8, u8s8, u8u8"),
-    ("avx512vnni_s8s8_8x32", "take the input types u8s8"),
+    ("avx512vnni_bf16_8x32", "take the input types u8s8, s8s8, u8u8"),
     ("amx_bf16_16x64", "needs 9 tile registers"),            # 4 C + 1 A + 4 B
     ("amx_bf16_64x32", "needs 14 tile registers"),           # 8 C + 4 A + 2 B
     ("amx_bf16_24x32", "at most 16"),
@@ -61,6 +61,27 @@ def test_amx_budget_counts_tile_registers(name, c, a, b):
     assert (bud.accumulators, bud.broadcasts, bud.b_vectors, bud.available) == (c, a, b, 8)
     assert bud.needed == c + a + b <= 8
     assert bud.hides_fma_latency == (c >= 4)
+
+
+@pytest.mark.parametrize("name,temporaries,needed", [
+    ("avx2_s8s8_4x16", 1, 8 + 2 + 1 + 1),            # vpmaddwd's product
+    ("avx512_u8u8_8x32", 1, 16 + 2 + 1 + 1),
+    ("avx512vnni_u8s8_8x32", 0, 16 + 2 + 1),          # vpdpbusd accumulates in place
+    ("avx512vnni_s8s8_8x32", 3, 16 + 2 + 1 + 2 + 1),  # 2 column sums + the 0x80 bytes
+    ("avx512vnni_u8u8_12x32", 3, 24 + 2 + 1 + 2 + 1),
+    ("avx2_4x24", 0, 12 + 3 + 1)])
+def test_budget_counts_the_registers_of_the_instruction_form(name, temporaries, needed):
+    bud = register_budget(TileSpec.from_name(name))
+    assert (bud.temporaries, bud.needed) == (temporaries, needed)
+
+
+@pytest.mark.parametrize("name,match", [
+    ("avx2_s8s8_4x24", r"needs 17 vector registers \(12 accumulators \+ 3 B vectors \+ 1 "
+                       r"broadcast \+ 1 for the instruction form\) but avx2 has 16"),
+    ("avx512vnni_s8s8_14x32", "needs 34 vector registers")])
+def test_a_tile_whose_instruction_form_does_not_fit_is_refused(name, match):
+    with pytest.raises(TileError, match=match):
+        TileSpec.from_name(name)
 
 
 def test_amx_tile_configuration_is_generated_from_the_spec():
@@ -112,7 +133,9 @@ def _per_step(spec):
     lanes = 32 if spec.isa == "avx512fp16" else 16
     depth = {"avx512bf16": 2, "avx512fp16": 1, "avx512vnni": 4}[spec.isa]
     nv = spec.nr // lanes
-    return spec.mr * nv, 2 * spec.mr * spec.nr * depth, nv, spec.mr, 0
+    # the shifted VNNI tiles (s8s8, u8u8) sum B's columns in one more vpdpbusd per B vector
+    rows = spec.mr + (spec.isa == "avx512vnni" and spec.types != "u8s8")
+    return rows * nv, 2 * rows * spec.nr * depth, nv, spec.mr, 0
 
 
 @pytest.mark.skipif(not IS_X86, reason="x86-64 host")
@@ -299,7 +322,7 @@ def test_bench_dtype_times_each_kernel_against_its_own_peak(tmp_path):
     import json
     from microkernel.cli import main
     out = tmp_path / "b.json"
-    name = "avx2_u8s8_4x24" if "avx2" in USABLE else "scalar_u8s8_4x4"
+    name = "avx2_u8s8_4x16" if "avx2" in USABLE else "scalar_u8s8_4x4"
     assert main(["bench", "--dtype", "u8s8", "--kernel", name, "--kernel", "scalar_u8s8_4x4",
                  "--sizes", "40", "--rounds", "2", "--min-time", "0.002", "--kc", "32",
                  "--peers", "numpy", "--json", str(out)]) == 0

@@ -16,7 +16,8 @@
  *
  *   a   packed micro-panel of A, MR rows, K in groups of GA = @GA@ (what the
  *       instruction reads per lane; 1: one k per step as in the fp32 contract):
- *       A(i, k) at a[(k / GA) * MR * GA + i * GA + k % GA]
+ *       A(i, k) at a[(k / GA) * MR * GA + i * GA + k % GA], as TILE_A_VALUE reads it
+ *       (the s8s8 and u8u8 VNNI tiles store A + 128 or A - 128 there)
  *   b   packed micro-panel of B, NR columns, K in groups of GB = @GB@:
  *       B(k, j) at b[(k / GB) * NR * GB + j * GB + k % GB]
  *   kc  a multiple of both groups (the driver pads K, and the edges, with zeros)

@@ -66,7 +66,10 @@ class PanelLayout:
     ``sa``/``sb`` the C element types of the caller's A and B, ``ta``/``tb`` of the packed
     panels, ``ga``/``gb`` their K groups, ``tc`` of C, alpha and beta; ``cvt_a``/``cvt_b``
     C expressions of ``x`` converting one source element to one panel element;
-    ``fill_a``/``fill_b`` the L1 timing's panel values as expressions of ``i``."""
+    ``fill_a``/``fill_b`` the L1 timing's panel values as expressions of ``i``;
+    ``value_a``: where a panel element of A is not the value it stands for (the shifted
+    VNNI tiles store A + 128 or A - 128), a C expression of ``x`` giving that value
+    (``microkernel template`` uses it), else empty."""
     sa: str = "float"
     sb: str = "float"
     ta: str = "float"
@@ -78,6 +81,7 @@ class PanelLayout:
     cvt_b: str = "(x)"
     fill_a: str = ""
     fill_b: str = ""
+    value_a: str = ""
 
     @property
     def typed(self) -> bool:

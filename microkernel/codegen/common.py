@@ -115,12 +115,14 @@ def prefetch_columns(nr: int) -> list[int]:
 
 
 def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=None,
-                 step_prefix: str = "") -> str:
+                 step_prefix: str = "", prologue=(), after_loop=()) -> str:
     """Full C source of the micro-kernel for a fixed-width ISA.
 
     ``step(spec, ops, acc, u, indent) -> lines`` writes one k step (default: the
     broadcast form; NEON passes its by-element form); ``step_prefix`` is a line put at
-    the start of each unrolled copy (e.g. a compiler barrier)."""
+    the start of each unrolled copy (e.g. a compiler barrier); ``prologue`` lines come
+    after the accumulators' declarations, ``after_loop`` lines after the K loop, before
+    the epilogue (e.g. the VNNI tiles' sign compensation, :mod:`.x86_typed`)."""
     mr, lanes = spec.mr, spec.info.lanes
     nv = spec.vectors_per_row
     nr = spec.nr
@@ -135,6 +137,7 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
     out.append("{")
     for i in range(mr):
         out.append("    " + f"{ops.vtype} " + ", ".join(f"{n} = {ops.zero}" for n in acc[i]) + ";")
+    out += list(prologue)
 
     # Prefetch the C tile while the K loop runs, so the epilogue's loads of C do not
     # stall (OpenBLAS/BLIS kernels do the same): every 64-byte line a row of the tile
@@ -181,6 +184,7 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
     out.append(f"        a += {mr * ks};")
     out.append(f"        b += {nr * ks};")
     out.append("    }")
+    out += list(after_loop)
     # epilogue: C := alpha*acc + beta*C
     out += alpha_scale(acc, ops.vtype, ops.splat.format(x="*alpha"), ops.mul, ops.one)
     out.append("    if (cs_c == 1) {")
@@ -216,23 +220,35 @@ def emit_ukernel(spec: TileSpec, ops: VectorOps, step=broadcast_step, includes=N
 
 
 def peak_source(comment: str, includes, setup, chains: int, step: str, finish,
-                flops: str) -> str:
+                flops: str, loop_tail=()) -> str:
     """The frame of every chained peak loop, ``double mk_fma_peak(int64_t iters, double
     *flops)``: after ``stdint.h``, ``time.h`` and ``includes``, the ``setup`` lines
     (operands, the chains ``s0``..), then ``iters`` times ``chains`` independent updates
     ``s<j> = step`` (``{s}`` in ``step`` is the chain) between two clock reads, the
     ``finish`` lines (fold the chains into a sink the compiler must keep), ``*flops =
-    flops``; it returns the seconds."""
+    flops``; it returns the seconds. ``loop_tail`` lines end each iteration (e.g. a
+    compiler barrier, :func:`register_barrier`)."""
     out = [f"/* {comment} */"] + [f"#include <{h}>" for h in ("stdint.h", "time.h", *includes)]
     out += ["double mk_fma_peak(int64_t iters, double *flops)", "{", *setup,
             "    struct timespec t0, t1;", "    clock_gettime(CLOCK_MONOTONIC, &t0);",
             "    for (int64_t it = 0; it < iters; ++it) {"]
     out += [f"        s{j} = {step.format(s=f's{j}')};" for j in range(chains)]
+    out += list(loop_tail)
     out += ["    }", "    clock_gettime(CLOCK_MONOTONIC, &t1);", *finish,
             f"    *flops = {flops};",
             "    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);",
             "}"]
     return "\n".join(out) + "\n"
+
+
+def register_barrier(names, indent: str = "    ", constraint: str = "v") -> list[str]:
+    """Empty ``asm`` statements that take each of ``names`` in a register (``+v``: any
+    SSE/AVX register; ``+x`` the 16 of AVX2): the compiler must have every value there
+    at this point and cannot keep copies of it elsewhere or reassociate across it. At
+    most 15 operands per statement (GCC's limit of 30, each "+" counting twice)."""
+    names = list(names)
+    return [f'{indent}__asm__("" : ' + ", ".join(f'"+{constraint}"({x})' for x in names[j:j + 15])
+            + ");" for j in range(0, len(names), 15)]
 
 
 def emit_peak(isa: str, ops: VectorOps, chains: int) -> str:

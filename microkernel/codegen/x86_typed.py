@@ -27,6 +27,16 @@ byte of its second (each product fits int16, the sum of four int32: exact; the i
 accumulation wraps; ``vpdpbusds`` would saturate instead). Panels hold K in quads
 (ga = gb = 4): the A quad (unsigned) is broadcast, the B vector (signed) loaded.
 
+``avx512vnni`` of ``s8s8`` and ``u8u8``: the same ``vpdpbusd`` after shifting A by 128
+while packing, so that one operand is unsigned and the other signed, and a column
+compensation (the method of oneDNN's s8s8 GEMM, which adds 128 to A and subtracts
+128 x the column sums of B). s8s8: A' = A + 128 (u8), c = sum A'B = AB + 128 sum_k B.
+u8u8: A' = A - 128 (s8), B (u8) is the unsigned operand, c = sum B A' = AB - 128 sum_k B.
+Both keep cs = sum_k vpdpbusd(0x80 bytes, B) per B vector (128 sum B for s8s8, where the
+0x80 bytes are unsigned; -128 sum B for u8u8, where they are signed) in NR/16 more
+accumulators, one more instruction per B vector and k quad, and end with AB = c - cs,
+exact in wrapping int32 arithmetic. Zero padding stays exact: a padded k has B = 0.
+
 Every ISA's peak loop (:func:`peak`) runs independent chains of its own instruction,
 counting 2 operations per multiply-add (vdpbf16ps: 64 per zmm, vfmadd231ph: 64,
 vpdpbusd: 128). Edges go through the driver's MR x NR buffer (:func:`edge_symbol`).
@@ -37,17 +47,18 @@ import dataclasses
 
 from . import PanelLayout
 from .common import (VectorOps, alpha_scale, emit_ukernel, header, peak_source, prefetch_columns,
-                     symbol)
+                     register_barrier, symbol)
 from .x86 import AVX512, AVX512_MADD
 
 __all__ = ["layout", "ukernel", "peak", "edge_symbol", "OPS", "PEAK_CHAINS"]
 
 #: bf16 bits of the L1 timing's panels: 1.0 + i/128 (A) and 2^-8 (B) -- normal values,
-#: never zero, whose sums stay far from the fp16 range limit
+#: never zero, whose sums stay far from the fp16 range limit; small nonzero integers
+_U8, _S8 = "((uint8_t)((i) % 7 + 1))", "((int8_t)((i) % 5) - 2)"
 _FILL = {
     "avx512bf16": ("((uint16_t)(0x3F80u + (i) % 7))", "((uint16_t)(0x3B80u + (i) % 5))"),
     "avx512fp16": ("((uint32_t)(0x3C00u + (i) % 7) * 0x10001u)", "((uint16_t)(0x1C00u + (i) % 5))"),
-    "avx512vnni": ("((uint8_t)((i) % 7 + 1))", "((int8_t)((i) % 5) - 2)"),
+    "avx512vnni": (_U8, _S8),
 }
 
 #: the epilogue's operations (C's type) and the panels' element types per ISA
@@ -56,6 +67,21 @@ OPS = {
                                       elem_a="uint16_t", elem_b="uint16_t", kstep=2),
     "avx512vnni": dataclasses.replace(AVX512_MADD, elem_a="uint8_t", elem_b="int8_t", kstep=4),
 }
+
+#: the VNNI types whose A is shifted by 128 while packing and whose C is compensated
+#: (module docstring): (A's panel type, B's panel type, A's conversion)
+SHIFTED = {"s8s8": ("uint8_t", "int8_t", "((uint8_t)((int)(x) + 128))"),
+           "u8u8": ("int8_t", "uint8_t", "((int8_t)((int)(x) - 128))")}
+#: a shifted panel element of A as the value it stands for
+_UNSHIFT = {"s8s8": "((int32_t)(x) - 128)", "u8u8": "((int32_t)(x) + 128)"}
+
+
+def _ops(spec):
+    """The VectorOps of ``spec``'s micro-kernel (the panels' element types per types)."""
+    if spec.isa == "avx512vnni" and spec.types in SHIFTED:
+        ta, tb, _ = SHIFTED[spec.types]
+        return dataclasses.replace(OPS["avx512vnni"], elem_a=ta, elem_b=tb)
+    return OPS[spec.isa]
 
 #: independent chains of the peak loops: at least latency x ports (4-5 x 2), within 32 zmm
 PEAK_CHAINS = {"avx512bf16": 16, "avx512fp16": 16, "avx512vnni": 16}
@@ -78,6 +104,12 @@ def layout(spec) -> PanelLayout:
     if spec.isa == "avx512fp16":
         return PanelLayout(sa="uint16_t", sb="uint16_t", ta="uint32_t", tb="uint16_t",
                            cvt_a="((uint32_t)(x) * 0x10001u)", fill_a=fa, fill_b=fb)
+    if spec.types in SHIFTED:
+        ta, tb, cvt = SHIFTED[spec.types]
+        t = spec.gemm_types
+        fa, fb = (_U8, _S8) if ta == "uint8_t" else (_S8, _U8)
+        return PanelLayout(sa=t.c_a, sb=t.c_b, ta=ta, tb=tb, ga=4, gb=4, tc="int32_t",
+                           cvt_a=cvt, fill_a=fa, fill_b=fb, value_a=_UNSHIFT[spec.types])
     return PanelLayout(sa="uint8_t", sb="int8_t", ta="uint8_t", tb="int8_t", ga=4, gb=4,
                        tc="int32_t", fill_a=fa, fill_b=fb)
 
@@ -94,9 +126,35 @@ def _dot_step(spec, ops, acc, u, indent):
             c = acc[i][v]
             if spec.isa == "avx512bf16":   # the broadcast last: foldable as {1to16}
                 lines.append(f"{indent}{c} = _mm512_dpbf16_ps({c}, (__m512bh)b{v}, (__m512bh)a{i});")
+            elif spec.types == "u8u8":     # vpdpbusd: unsigned B first, shifted (signed) A
+                lines.append(f"{indent}{c} = _mm512_dpbusd_epi32({c}, b{v}, a{i});")
             else:                          # vpdpbusd: unsigned A first, signed B second
                 lines.append(f"{indent}{c} = _mm512_dpbusd_epi32({c}, a{i}, b{v});")
+    if spec.isa == "avx512vnni" and spec.types in SHIFTED:   # the column sums of B
+        order = "b{v}, k80" if spec.types == "u8u8" else "k80, b{v}"
+        lines += [f"{indent}cs{v} = _mm512_dpbusd_epi32(cs{v}, {order.format(v=v)});"
+                  for v in range(nv)]
     return lines
+
+
+def _compensation(spec) -> tuple[list[str], list[str]]:
+    """(prologue, after-loop lines) of a shifted VNNI tile: the 0x80 bytes and the NR/16
+    column sums, then C's tile minus them (module docstring); ([], []) for the others."""
+    if spec.isa != "avx512vnni" or spec.types not in SHIFTED:
+        return [], []
+    nv = spec.vectors_per_row
+    pro = ["    const __m512i k80 = _mm512_set1_epi32((int)0x80808080u);   /* 128 or -128 bytes */",
+           "    __m512i " + ", ".join(f"cs{v} = _mm512_setzero_si512()" for v in range(nv)) + ";"]
+    # An empty asm that takes every accumulator in a register: without it GCC 12 keeps
+    # copies of the accumulators for the subtraction and moves 16 zmm (and spills two)
+    # in every iteration of the K loop (54% of the vpdpbusd peak in L1 against 83% with
+    # it on the Zen 4).
+    live = [f"c{i}_{v}" for i in range(spec.mr) for v in range(nv)] + [f"cs{v}" for v in range(nv)]
+    # (Only where the vectors are registers: tests/x86emul's portable emulation is not.)
+    post = ["#ifdef __AVX512F__", *register_barrier(live), "#endif"]
+    post += [f"    c{i}_{v} = _mm512_sub_epi32(c{i}_{v}, cs{v});"
+             for i in range(spec.mr) for v in range(nv)]
+    return pro, post
 
 
 def _with_ld32(src: str) -> str:
@@ -115,7 +173,9 @@ C_STATIONARY = ("avx512bf16",)
 def ukernel(spec) -> str:
     if spec.isa == "avx512fp16":
         return _fp16_ukernel(spec)
-    src = _with_ld32(emit_ukernel(spec, OPS[spec.isa], step=_dot_step))
+    pro, post = _compensation(spec)
+    src = _with_ld32(emit_ukernel(spec, _ops(spec), step=_dot_step, prologue=pro,
+                                  after_loop=post))
     if spec.isa in C_STATIONARY:
         src += ("\n/* one thread, K over several KC blocks: C accumulated in compact tiles "
                 "(driver.c) */\n#define MK_C_STATIONARY 1\n")

@@ -121,12 +121,15 @@ def _print(rep: dict) -> None:
     b = rep["register_budget"]
     bt = Table(title="register budget (tile.register_budget)" + (
         ": tile registers (acc = C tiles, B = B tiles, bcast = A tiles)"
-        if rep.get("isa") == "amx" else ""))
-    for col in ("acc", "B", "bcast", "needed", "available", "used in loop",
+        if rep.get("isa") == "amx" else ""),
+        caption=("form: what the instruction form needs beyond them (vpmaddwd's product; "
+                 "the shifted VNNI tiles' column sums and 0x80 bytes)"
+                 if b["temporaries"] else None))
+    for col in ("acc", "B", "bcast", "form", "needed", "available", "used in loop",
                 "latency bound"):
         bt.add_column(col, justify="right")
     bt.add_row(str(b["accumulators"]), str(b["b_vectors"]), str(b["broadcasts"]),
-               str(b["needed"]), str(b["available"]), str(b["used_in_loop"]),
+               str(b["temporaries"]), str(b["needed"]), str(b["available"]), str(b["used_in_loop"]),
                f"{b['min_accumulators']} acc: "
                + ("met" if b["hides_fma_latency"] else "NOT met"))
     con.print(bt)

@@ -94,7 +94,7 @@ def render(name: str, filename: str | None = None) -> str:
                 .replace("@TYPES@", f"{t.a} x {t.b} -> {t.acc} accumulate, {t.out} C")
                 .replace("@TA@", lay.ta).replace("@TB@", lay.tb).replace("@TC@", lay.tc)
                 .replace("@GA@", str(lay.ga)).replace("@GB@", str(lay.gb))
-                .replace("@A_VALUE@", _value(lay.ta, t.name))
+                .replace("@A_VALUE@", lay.value_a or _value(lay.ta, t.name))
                 .replace("@B_VALUE@", _value(lay.tb, t.name))
                 .replace("@INT_C@", str(int(integer)))
                 .replace("@ACCUMULATE@", _ACCUMULATE[integer]))

@@ -71,10 +71,11 @@ static inline __m512i mk_emu_i32(__m512i a, __m512i b, int op)
 {
     uint32_t x[16], y[16];
     memcpy(x, &a, 64); memcpy(y, &b, 64);
-    for (int i = 0; i < 16; ++i) x[i] = op ? x[i] * y[i] : x[i] + y[i];
+    for (int i = 0; i < 16; ++i) x[i] = op == 1 ? x[i] * y[i] : op == 2 ? x[i] - y[i] : x[i] + y[i];
     __m512i r; memcpy(&r, x, 64); return r;
 }
 static inline __m512i _mm512_add_epi32(__m512i a, __m512i b) { return mk_emu_i32(a, b, 0); }
+static inline __m512i _mm512_sub_epi32(__m512i a, __m512i b) { return mk_emu_i32(a, b, 2); }
 static inline __m512i _mm512_xor_si512(__m512i a, __m512i b) { return a ^ b; }
 static inline void _mm512_store_si512(void *p, __m512i v) { memcpy(p, &v, 64); }
 static inline __m512i _mm512_castps_si512(__m512 v) { __m512i r; memcpy(&r, &v, 64); return r; }
