@@ -43,7 +43,7 @@ BUILTIN: tuple[TileSpec, ...] = tuple(TileSpec.from_name(n) for n in (
     "avx512_bf16_8x32_u4", "avx512_f16_8x32_u4",
     "avx2_bf16_4x24_u8", "avx2_f16_4x24_u8",
     # integers widened to int16 pairs, vpmaddwd (x86.py); avx2: 4x16, since 4x24 needs 17
-    # ymm with vpmaddwd's product (docs/performance.md, AVX2 integer tiles)
+    # ymm with vpmaddwd's product (docs/design-notes.md, Integer tiles)
     "avx512_s8s8_8x32", "avx512_u8s8_8x32", "avx512_u8u8_8x32",
     "avx2_s8s8_4x16", "avx2_u8s8_4x16", "avx2_u8u8_4x16",
     # every type in portable C

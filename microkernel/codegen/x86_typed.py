@@ -52,9 +52,10 @@ from .x86 import AVX512, AVX512_MADD
 
 __all__ = ["layout", "ukernel", "peak", "edge_symbol", "OPS", "PEAK_CHAINS"]
 
-#: bf16 bits of the L1 timing's panels: 1.0 + i/128 (A) and 2^-8 (B) -- normal values,
-#: never zero, whose sums stay far from the fp16 range limit; small nonzero integers
+#: small integers of the L1 timing's int8 panels (u8: never zero)
 _U8, _S8 = "((uint8_t)((i) % 7 + 1))", "((int8_t)((i) % 5) - 2)"
+#: the L1 timing's panels per ISA: bf16 bits 1.0 + i/128 (A) and 2^-8 (B) -- normal
+#: values, never zero, whose sums stay far from the fp16 range limit; the int8 ones above
 _FILL = {
     "avx512bf16": ("((uint16_t)(0x3F80u + (i) % 7))", "((uint16_t)(0x3B80u + (i) % 5))"),
     "avx512fp16": ("((uint32_t)(0x3C00u + (i) % 7) * 0x10001u)", "((uint16_t)(0x1C00u + (i) % 5))"),
