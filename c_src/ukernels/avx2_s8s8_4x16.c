@@ -46,6 +46,9 @@ void mk_ukernel_avx2_s8s8_4x16(int64_t kc, const int32_t *restrict alpha,
         const __m256i a3 = _mm256_set1_epi32(mk_ld32(a + 6));
         c3_0 = _mm256_add_epi32(c3_0, _mm256_madd_epi16(a3, b0));
         c3_1 = _mm256_add_epi32(c3_1, _mm256_madd_epi16(a3, b1));
+#ifdef __AVX2__
+        __asm__("" : "+x"(c0_0), "+x"(c0_1), "+x"(c1_0), "+x"(c1_1), "+x"(c2_0), "+x"(c2_1), "+x"(c3_0), "+x"(c3_1));
+#endif
         a += 8;
         b += 32;
     }
