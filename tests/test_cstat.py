@@ -107,8 +107,8 @@ def test_negative_control_the_blis_loops_hold_one_block_of_b(name, edit):
 
 def _native() -> list[str]:
     usable = set(mk.probe().isas)
-    return sorted(s.name for s in registry.BUILTIN + registry.DEVICE_TYPED
-                  if s.isa in usable and s.isa != "scalar") + ["scalar_4x4"]
+    return sorted({s.name for s in registry.BUILTIN + registry.DEVICE_TYPED
+                   if s.isa in usable and s.isa != "scalar"}) + ["scalar_4x4"]
 
 
 def _with_define(name: str, tmp_path):

@@ -23,7 +23,7 @@ IS_X86 = platform.machine().lower() in ("x86_64", "amd64")
 mp = importlib.import_module("microkernel.probe")
 USABLE = set(mk.probe().isas)
 NEW = ("avx512bf16", "avx512fp16", "avx512vnni", "amx")
-TILES = [s for s in registry.BUILTIN + registry.DEVICE_TYPED if s.isa in NEW]
+TILES = list(dict.fromkeys(s for s in registry.BUILTIN + registry.DEVICE_TYPED if s.isa in NEW))
 
 # -- names, budgets, the AMX tile configuration ------------------------------------------
 
