@@ -72,11 +72,12 @@ tiles() {  # the registry's DEVICE_TYPED tiles of input types $1 (all when empty
       --sizes "$2" --rounds 5 --json "$OUT/types_compare_$1.json"
   }
   race bf16 1024,2048,4096 "amx_bf16_32x32;avx512bf16_8x32"
-  race s8s8 1024,2048,4096 "amx_s8s8_32x32;avx512_s8s8_8x32"
+  race s8s8 1024,2048,4096 "amx_s8s8_32x32;avx512vnni_s8s8_8x32;avx512_s8s8_8x32"
+  race u8u8 1024,2048 "amx_u8u8_32x32;avx512vnni_u8u8_8x32;avx512_u8u8_8x32"
   for t in bf16 f16h u8s8 s8s8 u8u8; do
     ks=$(tiles "$t" | sed 's/\([^ ]*\)/--kernel \1/g')
     # the widening / vpmaddwd AVX-512 tile of the same inputs beside them (fp32 FMA peak)
-    case $t in bf16) ks="$ks --kernel avx512_bf16_8x32_u4";; u8s8) ks="$ks --kernel avx512_u8s8_8x32";; esac
+    case $t in bf16) ks="$ks --kernel avx512_bf16_8x32_u4";; u8s8|s8s8|u8u8) ks="$ks --kernel avx512_${t}_8x32";; esac
     # bf16: gemm() of the default (AMX) at the sizes, its % of the tdpbf16ps peak
     # measured in the same process, and torch on the same operands
     sizes=512; [ "$t" = bf16 ] && sizes=1024,2048,4096
