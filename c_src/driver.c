@@ -115,6 +115,20 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
 #if MK_G % MK_GA != 0 || MK_G % MK_GB != 0
 #error "MK_GA and MK_GB must divide the larger of them"
 #endif
+/* A module that defines MK_B_COLSUM(s) (the s8s8 and u8u8 VNNI tiles, whose A is shifted
+ * by 128 while packing: microkernel/codegen/x86_typed.py) gets one K group more in every
+ * packed panel, the trailer: in each B micro-panel it holds, for column l, the uint32
+ * MK_B_COLSUM(sum of the column's kc values) in the 4 bytes of that column's slot
+ * (mk_b_colsums, written while packing), and the micro-kernel, called with the panels'
+ * whole depth, stops one K group early and subtracts it from its C tile. A's trailer is
+ * zeros, never read. The sums are made once per packed panel instead of in every call. */
+#ifdef MK_B_COLSUM
+#define MK_B_TRAILER MK_G
+#else
+#define MK_B_TRAILER 0
+#endif
+/* the depth of packed panels of kc k-steps: padded to the K group, plus the trailer */
+#define MK_KCP(kc) (mk_round_up((kc), MK_G) + MK_B_TRAILER)
 #ifndef MK_DRIVER_NAME
 #define MK_DRIVER_NAME mk_gemm_driver
 #endif
@@ -405,7 +419,7 @@ static void mk_pack_block(int64_t width, int64_t kc, const float *x, int64_t s_l
  * dst[(k/g)*w*g + l*g + k%g] = X(line l, k), with zeros past kc up to kcp (a multiple
  * of g) and past the last line. The loops read the source along its contiguous axis
  * (K when s_k == 1, the lines when s_l == 1). No overrun: MK_PACK_SLACK is unused. */
-#define MK_DEFINE_PACK(name, SRC, DST, G, CVT, FAST)                                     \
+#define MK_DEFINE_PACK(name, SRC, DST, G, CVT, FAST, TRAILER)                            \
 static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s_l,     \
                  int64_t s_k, int64_t w, DST *restrict dst)                             \
 {                                                                                        \
@@ -427,6 +441,7 @@ static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s
         for (int64_t k = wcur < w ? 0 : kc; k < kcp; ++k)   /* the zero padding */       \
             for (int64_t l = (k < kc ? wcur : 0); l < w; ++l)                            \
                 d[(k / (G)) * w * (G) + l * (G) + k % (G)] = (DST)0;                     \
+        TRAILER(d, w, kcp);                                                              \
     }                                                                                    \
 }
 
@@ -502,8 +517,33 @@ static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,
 #endif
 MK_DEFINE_FAST(mk_pack_a_fast, MK_SA, MK_TA, MK_GA, MK_COPY_A, MK_CVT_A)
 MK_DEFINE_FAST(mk_pack_b_fast, MK_SB, MK_TB, MK_GB, MK_COPY_B, MK_CVT_B)
-MK_DEFINE_PACK(mk_pack_a, MK_SA, MK_TA, MK_GA, MK_CVT_A, mk_pack_a_fast)
-MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B, mk_pack_b_fast)
+#define MK_NO_TRAILER(d, w, kcp) ((void)0)
+#ifdef MK_B_COLSUM
+_Static_assert(MK_GB == MK_G && MK_G * sizeof(MK_TB) == 4,
+               "MK_B_COLSUM: a B panel's K group must be 4 bytes, one uint32 per column");
+/* B's trailer (above): per column, the sum of its kcp - MK_B_TRAILER packed values (the
+ * zero padding adds nothing), as MK_B_COLSUM of it, in the last K group */
+static void mk_b_colsums(MK_TB *restrict d, int64_t w, int64_t kcp)
+{
+    const int64_t kd = kcp - MK_B_TRAILER;
+    uint32_t s[w];
+    for (int64_t l = 0; l < w; ++l)
+        s[l] = 0;
+    for (int64_t k = 0; k < kd; k += MK_G)     /* a K group of w lines: d + k * w */
+        for (int64_t l = 0; l < w; ++l)
+            for (int g = 0; g < MK_G; ++g)
+                s[l] += (uint32_t)(int32_t)d[k * w + l * MK_G + g];
+    for (int64_t l = 0; l < w; ++l) {
+        const uint32_t v = MK_B_COLSUM(s[l]);
+        memcpy(d + kd * w + l * MK_G, &v, 4);
+    }
+}
+#define MK_B_PANEL_TRAILER(d, w, kcp) mk_b_colsums((d), (w), (kcp))
+#else
+#define MK_B_PANEL_TRAILER MK_NO_TRAILER
+#endif
+MK_DEFINE_PACK(mk_pack_a, MK_SA, MK_TA, MK_GA, MK_CVT_A, mk_pack_a_fast, MK_NO_TRAILER)
+MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B, mk_pack_b_fast, MK_B_PANEL_TRAILER)
 #undef MK_DEFINE_PACK
 #undef MK_DEFINE_FAST
 #endif
@@ -835,8 +875,9 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
             const int64_t kc = mk_min(kc_blk, k - pc);
             const MK_TC *beta_p = pc == 0 ? &beta : &one;
 #if MK_TYPED
-            /* the micro-kernel's depth: kc padded to the K group with zeros */
-            const int64_t kcp = mk_round_up(kc, MK_G);
+            /* the micro-kernel's depth: kc padded to the K group with zeros (and the
+             * trailer, MK_B_COLSUM) */
+            const int64_t kcp = MK_KCP(kc);
 #else
             const int64_t kcp = kc;
 #endif
@@ -942,7 +983,7 @@ static mk_flow_block mk_flow_at(int64_t t, int64_t n, int64_t k, int64_t nc_blk,
     f.npanels = (f.w0 > 0) + (f.nc - f.w0 + nr - 1) / nr;
     f.pc = t % kb * kc_blk;
     f.kc = mk_min(kc_blk, k - f.pc);
-    f.kcp = mk_round_up(f.kc, MK_G);
+    f.kcp = MK_KCP(f.kc);
     f.b_stride = mk_team_b_stride(nr, f.kcp);
     f.parts = mk_min(parts, f.npanels);
     f.units = row_chunks * f.parts;
@@ -1092,6 +1133,18 @@ static void mk_flow_job_run(void *arg, int slot)
 
 /* Bytes of the C-stationary workspace (the whole packed B, one A row block of all K,
  * the tiles of one MC x NC block of C); *b_bytes, *a_bytes: the first two parts. */
+/* The C-stationary loops' packed depth of all K (each KC block padded, with its trailer)
+ * and where block pc starts in it (every block but the last is whole K groups). */
+static inline int64_t mk_cstat_kp(int64_t k, int64_t kc_blk)
+{
+    return mk_round_up(k, MK_G) + (k + kc_blk - 1) / kc_blk * MK_B_TRAILER;
+}
+
+static inline int64_t mk_cstat_kpos(int64_t pc, int64_t kc_blk)
+{
+    return pc + pc / kc_blk * MK_B_TRAILER;
+}
+
 static size_t mk_cstat_bytes(int64_t n, int64_t kp, int64_t mc_blk, int64_t nc_blk,
                              int64_t mr, int64_t nr, size_t *b_bytes, size_t *a_bytes)
 {
@@ -1151,7 +1204,7 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
     const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
     const MK_TC one = 1, zero = 0;
     (void)uk;
-    const int64_t kp = mk_round_up(k, MK_G);
+    const int64_t kp = mk_cstat_kp(k, kc_blk);
     size_t b_bytes, a_bytes;
     char *ws = (char *)mk_ws_get(mk_cstat_bytes(n, kp, mc_blk, nc_blk, mr, nr, &b_bytes, &a_bytes));
     if (!ws)
@@ -1160,15 +1213,16 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
     MK_TA *apk = (MK_TA *)(ws + b_bytes);
     MK_TC *acc = (MK_TC *)(ws + b_bytes + a_bytes);
     MK_THREAD_SETUP();
-    /* B, whole: block jc at bpk + jc * kp, its KC sub-block pc at + pc * (its panels x NR)
-     * (every KC block but the last is a whole number of K groups: mk_balance) */
+    /* B, whole: block jc at bpk + jc * kp, its KC sub-block pc at + mk_cstat_kpos(pc) *
+     * (its panels x NR) (every KC block but the last is a whole number of K groups:
+     * mk_balance) */
     for (int64_t jc = 0; jc < n; jc += nc_blk) {
         const int64_t nc = mk_min(nc_blk, n - jc), ncr = (nc + nr - 1) / nr * nr;
         for (int64_t pc = 0; pc < k; pc += kc_blk) {
             const int64_t kc = mk_min(kc_blk, k - pc);
 #if MK_TYPED
-            mk_pack_b(nc, kc, mk_round_up(kc, MK_G), b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr,
-                      bpk + jc * kp + pc * ncr);
+            mk_pack_b(nc, kc, MK_KCP(kc), b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr,
+                      bpk + jc * kp + mk_cstat_kpos(pc, kc_blk) * ncr);
 #else
             mk_pack_block(nc, kc, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, bpk + jc * kp + pc * ncr);
 #endif
@@ -1183,8 +1237,8 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         for (int64_t pc = 0; pc < k; pc += kc_blk) {
             const int64_t kc = mk_min(kc_blk, k - pc);
 #if MK_TYPED
-            mk_pack_a(mc, kc, mk_round_up(kc, MK_G), a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr,
-                      apk + pc * mcr);
+            mk_pack_a(mc, kc, MK_KCP(kc), a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr,
+                      apk + mk_cstat_kpos(pc, kc_blk) * mcr);
 #else
             mk_pack_block(mc, kc, a + ic * rs_a + pc * cs_a, rs_a, cs_a, mr, apk + pc * mcr);
 #endif
@@ -1192,9 +1246,9 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         for (int64_t jc = 0; jc < n; jc += nc_blk) {
             const int64_t nc = mk_min(nc_blk, n - jc), npanels = (nc + nr - 1) / nr;
             for (int64_t pc = 0; pc < k; pc += kc_blk) {
-                const int64_t kcp = mk_round_up(mk_min(kc_blk, k - pc), MK_G);
-                const MK_TA *asub = apk + pc * mcr;
-                const MK_TB *bsub = bpk + jc * kp + pc * npanels * nr;
+                const int64_t kcp = MK_KCP(mk_min(kc_blk, k - pc));
+                const MK_TA *asub = apk + mk_cstat_kpos(pc, kc_blk) * mcr;
+                const MK_TB *bsub = bpk + jc * kp + mk_cstat_kpos(pc, kc_blk) * npanels * nr;
                 const int64_t pbytes = nr * kcp * (int64_t)sizeof(MK_TB);
                 for (int64_t jp = 0; jp < npanels; ++jp) {
                     const MK_TB *bp = bsub + jp * nr * kcp;
@@ -1421,7 +1475,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
      * them) */
     if (nthreads == 1 && k > kc_blk) {
         size_t cs_b_bytes, cs_a_bytes;
-        mk_cstat_bytes(n, mk_round_up(k, MK_G), mc_blk, nc_blk, mr, nr, &cs_b_bytes, &cs_a_bytes);
+        mk_cstat_bytes(n, mk_cstat_kp(k, kc_blk), mc_blk, nc_blk, mr, nr, &cs_b_bytes, &cs_a_bytes);
         if (cs_b_bytes <= MK_CSTAT_MAX_B)
             return mk_loops_cstat(uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a,
                                   b, rs_b, cs_b, beta, c, rs_c, cs_c);
@@ -1435,7 +1489,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         const int64_t chunks = blk->chunks;  /* > 0: dynamic units; 0: fixed shares */
         const int flow = chunks > 0 && tn == 1;
         const int64_t max_panels = (nc_blk + (MK_C_ALIGN > 0 ? nr : 0) + nr - 1) / nr + 1;
-        const int64_t kcp_max = mk_round_up(kc_blk, MK_G);
+        const int64_t kcp_max = MK_KCP(kc_blk);
         const size_t b_shared = (size_t)mk_round_up(
             max_panels * mk_team_b_stride(nr, kcp_max) * (int64_t)sizeof(MK_TB), 64);
         const size_t b_total = b_shared * (flow ? MK_FLOW_BUFS : 1);
@@ -1525,10 +1579,11 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
         nthreads = (int)units;
     /* each packed block (bytes) is followed by the packing's slack, rounded to keep
      * 64-byte alignment; MK_C_ALIGN's narrow first panel takes one more panel of B */
+    const int64_t kcp_blk = MK_KCP(kc_blk);      /* kc_blk, and the trailer of MK_B_COLSUM */
     const size_t a_bytes = (size_t)mk_round_up(
-        (mc_blk * kc_blk + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
+        (mc_blk * kcp_blk + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
     const size_t b_bytes = (size_t)mk_round_up(
-        (kc_blk * (nc_blk + (MK_C_ALIGN > 0 ? nr : 0)) + MK_PACK_SLACK) * (int64_t)sizeof(MK_TB), 64);
+        (kcp_blk * (nc_blk + (MK_C_ALIGN > 0 ? nr : 0)) + MK_PACK_SLACK) * (int64_t)sizeof(MK_TB), 64);
     const size_t edge_bytes = (size_t)mk_round_up(mr * nr * (int64_t)sizeof(MK_TC), 64);
     const size_t per_thread = a_bytes + b_bytes + edge_bytes;
     char *ws = (char *)mk_ws_get(per_thread * (size_t)nthreads);

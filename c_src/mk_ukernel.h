@@ -32,7 +32,9 @@
  * of A and B (MK_TA, MK_TB) and C with alpha and beta (MK_TC). A typed kernel module
  * defines them before including this header; the default is fp32 throughout. A typed
  * micro-kernel reads K in groups (MK_GA, MK_GB in driver.c): element (line l, k) of a
- * panel of w lines at [(k / g) * w * g + l * g + k % g], kc a multiple of the group. */
+ * panel of w lines at [(k / g) * w * g + l * g + k % g], kc a multiple of the group.
+ * Where the module defines MK_B_COLSUM (the s8s8 and u8u8 VNNI tiles), the last group of
+ * kc is not data: B's panel holds there, per column, MK_B_COLSUM of its sum (driver.c). */
 #ifndef MK_TA
 #define MK_TA float
 #endif

@@ -380,8 +380,7 @@ class RegisterBudget:
     MR * NR / lanes, b_vectors = NR / lanes (one B row per k step), one register
     for the broadcast A value, and the registers the instruction form needs beyond
     those (``temporaries``: the product of ``vpmaddwd``, which has no accumulating form
-    without VNNI; the shifted VNNI tiles' NR / lanes column sums and their 0x80
-    constant). This is the register-bound form LIBXSMM checks before generating a
+    without VNNI). This is the register-bound form LIBXSMM checks before generating a
     kernel. ``min_accumulators = fma_latency * fma_units`` is the
     latency bound MR*NR >= lanes * L_fma * N_fma of Low, Igual, Smith and
     Quintana-Orti, "Analytical Modeling Is Enough for High-Performance BLIS",
@@ -454,8 +453,6 @@ def register_budget(spec: TileSpec) -> RegisterBudget:
     integer = spec.types in _INT_TYPES
     if spec.isa in ("avx2", "avx512") and integer:
         temporaries = 1              # vpmaddwd's product, before vpaddd adds it
-    elif spec.isa == "avx512vnni" and spec.types != "u8s8":
-        temporaries = vpr + 1        # B's column sums and the 0x80 bytes
     else:
         temporaries = 0
     return RegisterBudget(

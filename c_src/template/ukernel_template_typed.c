@@ -20,7 +20,8 @@
  *       (the s8s8 and u8u8 VNNI tiles store A + 128 or A - 128 there)
  *   b   packed micro-panel of B, NR columns, K in groups of GB = @GB@:
  *       B(k, j) at b[(k / GB) * NR * GB + j * GB + k % GB]
- *   kc  a multiple of both groups (the driver pads K, and the edges, with zeros)
+ *   kc  a multiple of both groups (the driver pads K, and the edges, with zeros; where
+ *       the module defines MK_B_COLSUM, one group more: see tile_product)
  *   c   the tile of C: element (i, j) at c[i*rs_c + j*cs_c]; strides in elements, any
  *       sign; beta == 0: C is written, never read (NaN or Inf in C must not survive)
  *
@@ -58,6 +59,11 @@ static inline __attribute__((always_inline)) void
 tile_product(int64_t kc, const MK_TA *restrict a, const MK_TB *restrict b,
              tile_acc acc[TILE_MR][TILE_NR])
 {
+#ifdef MK_B_COLSUM
+    /* the panels' last K group holds B's column sums for the generated kernel's
+     * correction (c_src/driver.c, MK_B_COLSUM); TILE_A_VALUE unshifts A instead */
+    kc -= TILE_GB;
+#endif
     for (int i = 0; i < TILE_MR; ++i)
         for (int j = 0; j < TILE_NR; ++j)
             acc[i][j] = 0;

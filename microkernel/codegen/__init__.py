@@ -69,7 +69,9 @@ class PanelLayout:
     ``fill_a``/``fill_b`` the L1 timing's panel values as expressions of ``i``;
     ``value_a``: where a panel element of A is not the value it stands for (the shifted
     VNNI tiles store A + 128 or A - 128), a C expression of ``x`` giving that value
-    (``microkernel template`` uses it), else empty."""
+    (``microkernel template`` uses it), else empty; ``colsum_b``: a C expression of ``s``,
+    a column's sum in a B micro-panel, that the driver's packing stores per column in one
+    more K group at the panel's end (``MK_B_COLSUM``, driver.c), else empty."""
     sa: str = "float"
     sb: str = "float"
     ta: str = "float"
@@ -82,6 +84,7 @@ class PanelLayout:
     fill_a: str = ""
     fill_b: str = ""
     value_a: str = ""
+    colsum_b: str = ""
 
     @property
     def typed(self) -> bool:
@@ -132,6 +135,8 @@ def module_defines(spec: TileSpec) -> str:
         lines.append(f"#define MK_FILL_A(i) {lay.fill_a}")
     if lay.fill_b:
         lines.append(f"#define MK_FILL_B(i) {lay.fill_b}")
+    if lay.colsum_b:
+        lines.append(f"#define MK_B_COLSUM(s) {lay.colsum_b}")
     return "\n".join(lines) + "\n"
 
 

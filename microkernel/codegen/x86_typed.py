@@ -32,10 +32,11 @@ while packing, so that one operand is unsigned and the other signed, and a colum
 compensation (the method of oneDNN's s8s8 GEMM, which adds 128 to A and subtracts
 128 x the column sums of B). s8s8: A' = A + 128 (u8), c = sum A'B = AB + 128 sum_k B.
 u8u8: A' = A - 128 (s8), B (u8) is the unsigned operand, c = sum B A' = AB - 128 sum_k B.
-Both keep cs = sum_k vpdpbusd(0x80 bytes, B) per B vector (128 sum B for s8s8, where the
-0x80 bytes are unsigned; -128 sum B for u8u8, where they are signed) in NR/16 more
-accumulators, one more instruction per B vector and k quad, and end with AB = c - cs,
-exact in wrapping int32 arithmetic. Zero padding stays exact: a padded k has B = 0.
+The driver's packing writes cs = 128 sum_k B (s8s8) or -128 sum_k B (u8u8) per column
+into one more K group at the end of each B micro-panel (``MK_B_COLSUM``, c_src/driver.c),
+once per packed panel; the micro-kernel, called with that depth, stops one K group early
+and ends with AB = c - cs, exact in wrapping int32 arithmetic. Zero padding stays
+exact: a padded k has B = 0.
 
 Every ISA's peak loop (:func:`peak`) runs independent chains of its own instruction,
 counting 2 operations per multiply-add (vdpbf16ps: 64 per zmm, vfmadd231ph: 64,
@@ -71,8 +72,8 @@ OPS = {
 
 #: the VNNI types whose A is shifted by 128 while packing and whose C is compensated
 #: (module docstring): (A's panel type, B's panel type, A's conversion)
-SHIFTED = {"s8s8": ("uint8_t", "int8_t", "((uint8_t)((int)(x) + 128))"),
-           "u8u8": ("int8_t", "uint8_t", "((int8_t)((int)(x) - 128))")}
+SHIFTED = {"s8s8": ("uint8_t", "int8_t", "((uint8_t)((int)(x) + 128))", "((s) * 128u)"),
+           "u8u8": ("int8_t", "uint8_t", "((int8_t)((int)(x) - 128))", "(0u - (s) * 128u)")}
 #: a shifted panel element of A as the value it stands for
 _UNSHIFT = {"s8s8": "((int32_t)(x) - 128)", "u8u8": "((int32_t)(x) + 128)"}
 
@@ -80,7 +81,7 @@ _UNSHIFT = {"s8s8": "((int32_t)(x) - 128)", "u8u8": "((int32_t)(x) + 128)"}
 def _ops(spec):
     """The VectorOps of ``spec``'s micro-kernel (the panels' element types per types)."""
     if spec.isa == "avx512vnni" and spec.types in SHIFTED:
-        ta, tb, _ = SHIFTED[spec.types]
+        ta, tb = SHIFTED[spec.types][:2]
         return dataclasses.replace(OPS["avx512vnni"], elem_a=ta, elem_b=tb)
     return OPS[spec.isa]
 
@@ -106,11 +107,12 @@ def layout(spec) -> PanelLayout:
         return PanelLayout(sa="uint16_t", sb="uint16_t", ta="uint32_t", tb="uint16_t",
                            cvt_a="((uint32_t)(x) * 0x10001u)", fill_a=fa, fill_b=fb)
     if spec.types in SHIFTED:
-        ta, tb, cvt = SHIFTED[spec.types]
+        ta, tb, cvt, colsum = SHIFTED[spec.types]
         t = spec.gemm_types
         fa, fb = (_U8, _S8) if ta == "uint8_t" else (_S8, _U8)
         return PanelLayout(sa=t.c_a, sb=t.c_b, ta=ta, tb=tb, ga=4, gb=4, tc="int32_t",
-                           cvt_a=cvt, fill_a=fa, fill_b=fb, value_a=_UNSHIFT[spec.types])
+                           cvt_a=cvt, fill_a=fa, fill_b=fb, value_a=_UNSHIFT[spec.types],
+                           colsum_b=colsum)
     return PanelLayout(sa="uint8_t", sb="int8_t", ta="uint8_t", tb="int8_t", ga=4, gb=4,
                        tc="int32_t", fill_a=fa, fill_b=fb)
 
@@ -131,28 +133,29 @@ def _dot_step(spec, ops, acc, u, indent):
                 lines.append(f"{indent}{c} = _mm512_dpbusd_epi32({c}, b{v}, a{i});")
             else:                          # vpdpbusd: unsigned A first, signed B second
                 lines.append(f"{indent}{c} = _mm512_dpbusd_epi32({c}, a{i}, b{v});")
-    if spec.isa == "avx512vnni" and spec.types in SHIFTED:   # the column sums of B
-        order = "b{v}, k80" if spec.types == "u8u8" else "k80, b{v}"
-        lines += [f"{indent}cs{v} = _mm512_dpbusd_epi32(cs{v}, {order.format(v=v)});"
-                  for v in range(nv)]
     return lines
 
 
 def _compensation(spec) -> tuple[list[str], list[str]]:
-    """(prologue, after-loop lines) of a shifted VNNI tile: the 0x80 bytes and the NR/16
-    column sums, then C's tile minus them (module docstring); ([], []) for the others."""
+    """(prologue, after-loop lines) of a shifted VNNI tile: the K loop stops before the
+    trailer that the driver's packing wrote (MK_B_COLSUM), whose NR int32 are then
+    subtracted from C's tile (module docstring); ([], []) for the others."""
     if spec.isa != "avx512vnni" or spec.types not in SHIFTED:
         return [], []
     nv = spec.vectors_per_row
-    pro = ["    const __m512i k80 = _mm512_set1_epi32((int)0x80808080u);   /* 128 or -128 bytes */",
-           "    __m512i " + ", ".join(f"cs{v} = _mm512_setzero_si512()" for v in range(nv)) + ";"]
+    pro = ["#ifndef MK_B_COLSUM",
+           '#error "this micro-kernel reads the column sums the driver packs (MK_B_COLSUM)"',
+           "#endif",
+           "    kc -= 4;   /* the last K group of the panels: B's column sums (driver.c) */"]
     # An empty asm that takes every accumulator in a register: without it GCC 12 keeps
     # copies of the accumulators for the subtraction and moves 16 zmm (and spills two)
-    # in every iteration of the K loop (54% of the vpdpbusd peak in L1 against 83% with
-    # it on the Zen 4).
-    live = [f"c{i}_{v}" for i in range(spec.mr) for v in range(nv)] + [f"cs{v}" for v in range(nv)]
-    # (Only where the vectors are registers: tests/x86emul's portable emulation is not.)
+    # in every iteration of the K loop (54% of the vpdpbusd peak in L1 on the Zen 4,
+    # with the column sums then summed in the loop, against 83% with it). Only where
+    # the vectors are registers: tests/x86emul's portable emulation is not.
+    live = [f"c{i}_{v}" for i in range(spec.mr) for v in range(nv)]
     post = ["#ifdef __AVX512F__", *register_barrier(live), "#endif"]
+    post += [f"    const __m512i cs{v} = _mm512_loadu_si512((const void *)(b + {64 * v}));"
+             for v in range(nv)]
     post += [f"    c{i}_{v} = _mm512_sub_epi32(c{i}_{v}, cs{v});"
              for i in range(spec.mr) for v in range(nv)]
     return pro, post
