@@ -126,18 +126,25 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     spans several KC blocks), the whole packed B (K x N), an A row block (MC x K) and
     the tiles of one MC x NC block of C; a team of threads shares :data:`FLOW_BUFS` B
     blocks; each padded up to whole panels and K groups, and a buffer of at least
-    :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages."""
+    :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages. A module that defines
+    MK_B_COLSUM (``PanelLayout.colsum_b``: the s8s8 / u8u8 VNNI tiles) packs one K group
+    more per KC block (driver.c, MK_KCP, mk_cstat_kp)."""
+    from .codegen import layout
     sa, sb = panel_bytes(spec)
+    lay = layout(spec)
+    trailer = max(lay.ga, lay.gb) if lay.colsum_b else 0
     def up(x, to):
         return -(-x // to) * to
     def pages(x):
         return up(x, 2 << 20) if x >= WS_HUGE_MIN else x
-    kp = up(k, 64)                                   # K groups: at most 64 elements
+    # K groups: at most 64 elements; the trailer once per KC block (at most ceil(k / kc))
+    kp = up(k, 64) + -(-k // blk.kc) * trailer
     if c_stationary and threads == 1 and k > blk.kc:
         return pages(up(n, spec.nr) * kp * sb + up(blk.mc, spec.mr) * kp * sa
                      + up(blk.mc, spec.mr) * up(blk.nc, spec.nr) * 4 + 3 * 64 + 8 * 4)
-    b_block = up(blk.kc, 64) * (blk.nc + spec.nr) * sb
-    per = up(blk.mc, spec.mr) * up(blk.kc, 64) * sa + b_block + 2 * (spec.mr * spec.nr * 4 + 48 * 4)
+    kcp = up(blk.kc, 64) + trailer
+    b_block = kcp * (blk.nc + spec.nr) * sb
+    per = up(blk.mc, spec.mr) * kcp * sa + b_block + 2 * (spec.mr * spec.nr * 4 + 48 * 4)
     # one buffer per thread (slices), or one for the team with its MK_FLOW_BUFS = 3 B
     # blocks (the flow of dynamic units) and an A block per thread
     return max(threads * pages(per), pages(threads * per + (FLOW_BUFS - 1) * b_block))

@@ -141,3 +141,29 @@ def test_workspace_bound_of_the_c_stationary_loops(tmp_path):
     ws = kern.lib.mk_workspace_bytes()
     assert 4 * n * k <= ws <= workspace_bound(kern.spec, blk, m, n, k, 1, True)
     assert ws > workspace_bound(kern.spec, blk, m, n, k, 1, False)
+
+
+@pytest.mark.skipif("avx512vnni" not in mk.probe().isas, reason="the probe does not clear avx512vnni")
+@pytest.mark.parametrize("name", ["avx512vnni_s8s8_8x32", "avx512vnni_u8u8_8x32"])
+def test_workspace_bound_counts_the_column_sum_trailer(name, tmp_path):
+    """The s8s8 / u8u8 VNNI modules pack one K group more per KC block (MK_B_COLSUM,
+    driver.c mk_cstat_kp): the C-stationary bound counts it (here 16 KC blocks of B's 512
+    padded columns, 36 KiB past the bound without it). Measured on a fresh thread: the
+    workspace is per calling thread and only grows."""
+    import threading
+    from microkernel.blocking import workspace_bound
+    from microkernel.gemm import blocking_for
+    kern = _with_define(name, tmp_path)
+    blk = blocking_for(kern).replace(kc=64, mc=64, nc=256)
+    m, n, k = 64, 500, 1024
+    t = types_get(kern.spec.types)
+    held = []
+
+    def run():
+        mk.gemm(np.ones((m, k), t.dtype("a")), np.ones((k, n), t.dtype("b")), kernel=kern,
+                threads=1, blocking=blk)
+        held.append(int(kern.lib.mk_workspace_bytes()))
+    th = threading.Thread(target=run)
+    th.start()
+    th.join()
+    assert held and held[0] <= workspace_bound(kern.spec, blk, m, n, k, 1, True)
