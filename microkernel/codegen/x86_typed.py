@@ -71,7 +71,8 @@ OPS = {
 }
 
 #: the VNNI types whose A is shifted by 128 while packing and whose C is compensated
-#: (module docstring): (A's panel type, B's panel type, A's conversion)
+#: (module docstring): (A's panel type, B's panel type, A's conversion, the driver's
+#: MK_B_COLSUM(s) of a column's sum s: 128 s for s8s8, -128 s for u8u8, as uint32)
 SHIFTED = {"s8s8": ("uint8_t", "int8_t", "((uint8_t)((int)(x) + 128))", "((s) * 128u)"),
            "u8u8": ("int8_t", "uint8_t", "((int8_t)((int)(x) - 128))", "(0u - (s) * 128u)")}
 #: a shifted panel element of A as the value it stands for

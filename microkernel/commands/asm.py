@@ -122,8 +122,7 @@ def _print(rep: dict) -> None:
     bt = Table(title="register budget (tile.register_budget)" + (
         ": tile registers (acc = C tiles, B = B tiles, bcast = A tiles)"
         if rep.get("isa") == "amx" else ""),
-        caption=("form: what the instruction form needs beyond them (vpmaddwd's product; "
-                 "the shifted VNNI tiles' column sums and 0x80 bytes)"
+        caption=("form: what the instruction form needs beyond them (vpmaddwd's product)"
                  if b["temporaries"] else None))
     for col in ("acc", "B", "bcast", "form", "needed", "available", "used in loop",
                 "latency bound"):
