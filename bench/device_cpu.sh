@@ -189,7 +189,7 @@ if [ "${1:-}" = amxt1 ]; then
   exit 0
 fi
 if [ "${1:-}" = cstat ]; then
-  # issue 21: the AMX tiles' C-stationary loops (driver.c, MK_C_STATIONARY: at one thread
+  # issue 21: the AMX tiles' C-stationary loops (c_src/mk_cstat.h, MK_C_STATIONARY: at one thread
   # with K over several KC blocks, B packed whole once and each MC x NC block of C
   # accumulated in compact tiles, written to C once, row by row): every AMX tile's edge
   # catalogue and the tests, then raced against the same module with the BLIS loops
@@ -280,7 +280,7 @@ if [ "${1:-}" = driverab ]; then
   exit 0
 fi
 if [ "${1:-}" = flow ]; then
-  # issue 24: the team's flow of dynamic units (no barrier per block; c_src/driver.c,
+  # issue 24: the team's flow of dynamic units (no barrier per block; c_src/mk_team.h,
   # mk_loops_flow) checked at 16 threads (bench/team_check.py: bit for bit against the
   # old units and the fixed shares between barriers; tests/test_threads.py), then raced
   # against revision ${2:-8a2f1fb}'s driver (the units between two barriers per block;

@@ -1,5 +1,6 @@
 """One kernel built with this tree's driver against the same kernel built with another
-git revision's driver (c_src/driver.c and the headers it includes), timed in
+git revision's driver (c_src/driver.c, its parts and headers: every .c and .h file at
+the top of that revision's c_src/), timed in
 interleaved rounds in one process: a change to the driver's loops or packing raced
 against what it replaces, where a define cannot turn the change off.
 
@@ -24,15 +25,16 @@ import subprocess
 import sys
 import tempfile
 
-HEADERS = ("driver.c", "timing.c", "mk_ukernel.h", "mk_convert.h")
-
-
 def old_c_src(rev: str, dest: pathlib.Path) -> pathlib.Path:
-    """c_src's driver and headers as of ``rev`` (git show), written into ``dest``."""
-    for name in HEADERS:
-        text = subprocess.run(["git", "show", f"{rev}:c_src/{name}"], check=True,
-                              capture_output=True, text=True).stdout
-        (dest / name).write_text(text)
+    """The .c and .h files at the top of c_src/ as of ``rev`` (git show), written into
+    ``dest`` (the driver was one file before 2026-12-05, parts of it since)."""
+    names = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:c_src"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    for name in names:
+        if name.endswith((".c", ".h")):
+            text = subprocess.run(["git", "show", f"{rev}:c_src/{name}"], check=True,
+                                  capture_output=True, text=True).stdout
+            (dest / name).write_text(text)
     return dest
 
 
@@ -66,7 +68,7 @@ def main() -> int:
            else old_c_src(args.rev, pathlib.Path(tempfile.mkdtemp(prefix="driver_ab_"))))
     build_args = kernel._build_args(spec)
     build_args.update(name=f"{spec.name}_driver_{args.rev}", include_dirs=(str(tmp),),
-                      depends=[tmp / h for h in HEADERS])
+                      depends=sorted(tmp.glob("*.[ch]")))
     old = kernel.Kernel(spec, build.load_module(**build_args))
     builds = {"this tree": new, f"driver of {args.rev}": old}
     t = types_get(spec.types)

@@ -3,7 +3,7 @@ loop of one kernel (``mk_fma_peak``) in N processes started together, each pinne
 its own CPU, for growing N. On a machine of equal, unshared cores the sum grows N-fold;
 a CPU whose physical core is shared (SMT siblings, a VM's vCPUs on another tenant's
 busy cores) reads about half. It bounds what N threads of any GEMM can reach here, and
-says why a fixed share per thread waits for the slowest (c_src/driver.c, dynamic units).
+says why a fixed share per thread waits for the slowest (c_src/mk_team.h, dynamic units).
 
     python bench/host_cores.py [--kernel avx512_8x32_u4] [--counts 1,2,4,8,16]
                                [--amx amx_bf16_32x32] [--json PATH]

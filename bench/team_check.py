@@ -1,7 +1,7 @@
 """The team's dynamic units checked at many threads on a real machine (issue 24): the
 default kernel's gemm() at 16 (or --threads) threads against the float64 reference on
 shapes with every remainder, strided, transposed and column-major views, each with the
-default units (the flow of c_src/driver.c, mk_loops_flow), with the old ones (parts=1,
+default units (the flow of c_src/mk_team.h, mk_loops_flow), with the old ones (parts=1,
 chunks=4) and with fixed shares between barriers (chunks=0, mk_loops), and the results
 compared bit for bit (the units only change which thread computes which tile).
 

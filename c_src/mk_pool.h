@@ -1,4 +1,4 @@
-/* mk_pool.h: the threads of the team's flow (driver.c, mk_loops_flow), a pool of our
+/* mk_pool.h: the threads of the team's flow (mk_team.h, mk_loops_flow), a pool of our
  * own beside OpenMP's. Included by driver.c, so each kernel module has its own pool.
  *
  * Why not OpenMP's team: an OpenMP parallel region ends when the last of its threads

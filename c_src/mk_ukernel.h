@@ -66,7 +66,7 @@ typedef struct {
 
 /* Cache blocking in elements: KC (depth of a packed panel, sized for L1),
  * MC (rows of the packed A block, L2), NC (columns of the packed B block, L3); and how
- * a team of threads shares each block of C (driver.c, mk_loops_flow): chunks > 0, dynamic
+ * a team of threads shares each block of C (mk_team.h, mk_loops_flow): chunks > 0, dynamic
  * units (from a counter, about that many per thread); 0, a fixed share per thread;
  * parts >= 1, the dynamic units split the block's NR panels into that many parts
  * (BLIS's jr ways, taken dynamically; 1: each unit is a chunk of whole rows). */

@@ -49,13 +49,13 @@ __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP"
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
 #: A packing workspace of at least this many bytes is whole 2 MiB transparent huge
-#: pages (c_src/driver.c, MK_WS_HUGE_MIN)
+#: pages (c_src/mk_workspace.h, MK_WS_HUGE_MIN)
 WS_HUGE_MIN = 4 << 20
 A_BLOCK_L1S = 2  # the packed A block (MC x KC) holds at most this many L1 data caches
 #: Tile-register ISAs (AMX): bytes of one packed A row (KC x S_A) -- KC = 2048 bf16
 #: elements, 4096 int8 ones. See :func:`model_blocking` (``l2_panels``).
 L2_PANEL_ROW_BYTES = 4096
-#: A team's dynamic units (c_src/driver.c, mk_loops_flow) per thread, taken from a shared
+#: A team's dynamic units (c_src/mk_team.h, mk_loops_flow) per thread, taken from a shared
 #: counter so that a thread on a slower core takes fewer. Measured on the 16-core
 #: Sapphire Rapids host (docs/design-notes.md, threads: 8 with TEAM_PARTS = 4, +11.8%
 #: at 16 threads over 4 chunks of whole rows). C mains: MK_TEAM_CHUNKS.
@@ -65,7 +65,7 @@ TEAM_CHUNKS = 8
 #: units get smaller without shortening the ir loop over each B micro-panel. C mains:
 #: MK_TEAM_PARTS.
 TEAM_PARTS = 4
-#: B blocks the team packs into in turn (c_src/driver.c, MK_FLOW_BUFS): a block's
+#: B blocks the team packs into in turn (c_src/mk_team.h, MK_FLOW_BUFS): a block's
 #: packing overlaps the last units of the block before it without a barrier.
 FLOW_BUFS = 3
 
@@ -128,7 +128,7 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     blocks; each padded up to whole panels and K groups, and a buffer of at least
     :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages. A module that defines
     MK_B_COLSUM (``PanelLayout.colsum_b``: the s8s8 / u8u8 VNNI tiles) packs one K group
-    more per KC block (driver.c, MK_KCP, mk_cstat_kp)."""
+    more per KC block (driver.c, MK_KCP; mk_cstat.h, mk_cstat_kp)."""
     from .codegen import layout
     sa, sb = panel_bytes(spec)
     lay = layout(spec)

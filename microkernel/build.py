@@ -40,7 +40,8 @@ import threading
 
 import cffi
 
-__all__ = ["BuildError", "build_module", "load_module", "cache_dir", "cached_file", "c_src_dir", "compiler", "BUILD_COUNT"]
+__all__ = ["BuildError", "build_module", "load_module", "cache_dir", "cached_file", "c_src_dir", "compiler", "BUILD_COUNT",
+           "DRIVER_FILES"]
 
 # Read once at import: on Python 3.11 sysconfig.get_config_var() is not thread-safe
 # on its first call (a racing thread can see None), which would change the hash.
@@ -58,6 +59,17 @@ BUILD_COUNT = [0]
 class BuildError(RuntimeError):
     """The C compiler is missing or rejected a module; the message holds the command
     and the compiler's own output."""
+
+
+#: The files of the one GEMM driver, relative to :func:`c_src_dir`: driver.c, the parts
+#: it includes (each one job: workspace, packing, loops, GEMV, team, C-stationary loops,
+#: slices), the headers they include, and mk_convert.h (the typed modules' conversions,
+#: included before driver.c by codegen.module_defines). Their bytes enter the hash of every module that
+#: includes driver.c (kernel.py, the aarch64 harness, bench/driver_ab.py), so an edit to
+#: any of them rebuilds; tests/test_build.py checks that the list is driver.c's closure.
+DRIVER_FILES = ("driver.c", "mk_ukernel.h", "mk_pool.h", "mk_convert.h", "mk_workspace.h",
+                "mk_pack.h", "mk_loops.h", "mk_gemv.h", "mk_team.h", "mk_cstat.h",
+                "mk_slices.h")
 
 
 def c_src_dir() -> pathlib.Path:

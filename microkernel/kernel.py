@@ -248,8 +248,7 @@ def _build_args(spec: TileSpec, ukernel_source: str | None = None,
         source=module_source(spec, ukernel_source, source_path),
         cflags=COMMON_CFLAGS + spec.cflags, include_dirs=(str(src_dir),),
         ldflags=("-fopenmp",),
-        depends=[src_dir / "driver.c", src_dir / "timing.c", src_dir / "mk_ukernel.h",
-                 src_dir / "mk_convert.h", src_dir / "mk_pool.h"])
+        depends=[src_dir / f for f in build.DRIVER_FILES + ("timing.c",)])
 
 
 def compile_only(spec: TileSpec):

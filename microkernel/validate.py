@@ -156,7 +156,7 @@ def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False,
     add(Case("threads2", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=2))
     add(Case("threads2_small_blocking", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=2,
              blocking=small))
-    # three threads: the team's flow of dynamic units (c_src/driver.c, mk_loops_flow),
+    # three threads: the team's flow of dynamic units (c_src/mk_team.h, mk_loops_flow),
     # over several NC and KC blocks, one case with the narrow first panel
     add(Case("threads3_small_blocking", 7 * mr + 1, 6 * nr + 3, 70, beta=0.5, threads=3,
              blocking=small))

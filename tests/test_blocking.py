@@ -103,7 +103,7 @@ def test_team_chunks_default_agrees_with_the_c_mains_and_overrides_are_checked()
     assert int(re.search(r"#define MK_TEAM_CHUNKS (\d+)", header)[1]) == TEAM_CHUNKS
     assert int(re.search(r"#define MK_TEAM_PARTS (\d+)", header)[1]) == TEAM_PARTS
     from microkernel.blocking import FLOW_BUFS
-    driver = (Path(__file__).parents[1] / "c_src" / "driver.c").read_text()
+    driver = (Path(__file__).parents[1] / "c_src" / "mk_team.h").read_text()
     assert int(re.search(r"#define MK_FLOW_BUFS (\d+)", driver)[1]) == FLOW_BUFS
     assert FALLBACK.chunks == TEAM_CHUNKS and FALLBACK.replace(chunks=0).chunks == 0
     assert FALLBACK.replace(parts=3).parts == 3

@@ -131,3 +131,20 @@ def test_an_unusable_cache_dir_is_named(tmp_path, monkeypatch):
         build.cache_dir()
     monkeypatch.setenv("MICROKERNEL_CACHE_DIR", str(tmp_path / "ok"))
     assert build.cache_dir() == tmp_path / "ok" and (tmp_path / "ok").is_dir()
+
+
+def test_driver_files_are_the_closure_of_driver_c():
+    """Every module's hash reads build.DRIVER_FILES: a part of the driver missing from
+    the list would leave stale modules in the cache after an edit to it. mk_convert.h
+    comes with the typed modules' defines (codegen.module_defines), before driver.c."""
+    import re
+    src = build.c_src_dir()
+    seen, todo = set(), ["driver.c", "mk_convert.h"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo += re.findall(r'^\s*#\s*include\s+"([^"]+)"', (src / name).read_text(), re.M)
+    assert seen == set(build.DRIVER_FILES)
+    assert len(build.DRIVER_FILES) == len(set(build.DRIVER_FILES))

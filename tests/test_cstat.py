@@ -1,4 +1,4 @@
-"""The driver's C-stationary loops (c_src/driver.c, MK_C_STATIONARY: B packed whole,
+"""The driver's C-stationary loops (c_src/mk_cstat.h, MK_C_STATIONARY: B packed whole,
 each MC x NC block of C accumulated in compact tiles across the KC blocks and written
 to C once, row by row), which a module that defines MK_C_STATIONARY (the AMX and
 AVX512-BF16 tiles) takes at one thread when K spans several KC blocks. With beta = 0
@@ -147,7 +147,7 @@ def test_workspace_bound_of_the_c_stationary_loops(tmp_path):
 @pytest.mark.parametrize("name", ["avx512vnni_s8s8_8x32", "avx512vnni_u8u8_8x32"])
 def test_workspace_bound_counts_the_column_sum_trailer(name, tmp_path):
     """The s8s8 / u8u8 VNNI modules pack one K group more per KC block (MK_B_COLSUM,
-    driver.c mk_cstat_kp): the C-stationary bound counts it (here 16 KC blocks of B's 512
+    mk_cstat.h, mk_cstat_kp): the C-stationary bound counts it (here 16 KC blocks of B's 512
     padded columns, 36 KiB past the bound without it). Measured on a fresh thread: the
     workspace is per calling thread and only grows."""
     import threading

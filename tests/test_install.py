@@ -48,9 +48,10 @@ def test_the_installed_package_is_used_and_carries_its_sources(installed):
     assert res.returncode == 0, res.stderr
     pkg, c_src = res.stdout.split()
     assert pkg.startswith(str(target)) and c_src == str(target / "microkernel" / "_c_src")
-    for f in ("driver.c", "timing.c", "mk_ukernel.h", "mk_pool.h", "probe.c", "harness.c",
-              "ukernels/mk_kernels.inc", "template/ukernel_template.c",
-              "template/ukernel_template_typed.c"):
+    from microkernel.build import DRIVER_FILES
+    for f in DRIVER_FILES + ("timing.c", "probe.c", "harness.c", "ukernels/mk_kernels.inc",
+                             "template/ukernel_template.c",
+                             "template/ukernel_template_typed.c"):
         assert (target / "microkernel" / "_c_src" / f).is_file(), f
     assert (target / "microkernel" / "data" / "deepbench_inference_device.csv").is_file()
 

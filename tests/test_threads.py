@@ -125,7 +125,7 @@ def test_our_workers_spin_briefly_unless_the_user_chose():
 
 
 def test_the_team_flow_adds_each_tiles_kc_blocks_in_order():
-    """The team's flow (c_src/driver.c, mk_loops_flow) lets a thread start the next KC
+    """The team's flow (c_src/mk_team.h, mk_loops_flow) lets a thread start the next KC
     block's units while others finish the last block's, each unit waiting for the same
     C tiles' previous KC block. Over many blocks (kc = 16, nc = 48: 114 of them) on more
     threads than cores, 20 calls must give the float64 reference's answer and the same

@@ -42,8 +42,7 @@ def emulated(name: str, source_edit=None) -> kernel.Kernel:
         f"emu_{name}", kernel.CDEF_TYPED + "int mk_emu_faults_c(void);\n", src,
         cflags=kernel.COMMON_CFLAGS, include_dirs=(str(EMUL), str(c_src)),
         ldflags=("-fopenmp",),
-        depends=[c_src / "driver.c", c_src / "timing.c", c_src / "mk_ukernel.h",
-                 c_src / "mk_convert.h", c_src / "mk_pool.h", EMUL / "immintrin.h"])
+        depends=[c_src / f for f in build.DRIVER_FILES + ("timing.c",)] + [EMUL / "immintrin.h"])
     return kernel.Kernel(spec, mod)
 
 

@@ -44,7 +44,7 @@ def generate(spec: TileSpec) -> str:
 def c_stationary(spec: TileSpec, source: str | None = None) -> bool:
     """Whether ``spec``'s module (``source``: the text of a C file that replaced its
     generated micro-kernel) asks the driver for its C-stationary loops
-    (``MK_C_STATIONARY``, c_src/driver.c: the AMX and AVX512-BF16 tiles do)."""
+    (``MK_C_STATIONARY``, c_src/mk_cstat.h: the AMX and AVX512-BF16 tiles do)."""
     return "#define MK_C_STATIONARY 1" in (generate(spec) if source is None else source)
 
 

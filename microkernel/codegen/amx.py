@@ -58,7 +58,7 @@ beta * C is computed in C (integer C in uint32 arithmetic: wraps modulo 2^32). G
 tile intrinsics are inline asm that declares no memory read, so a compiler barrier
 orders the packing's stores before the tile loads.
 
-The module asks for the driver's C-stationary loops (``MK_C_STATIONARY``, c_src/driver.c):
+The module asks for the driver's C-stationary loops (``MK_C_STATIONARY``, c_src/mk_cstat.h):
 at one thread, when K spans several KC blocks, each MC x NC block of C is accumulated
 in compact tiles across them and written to C once, row by row; on the Sapphire Rapids
 host 2.0-8.6% faster at n = 3072-4096 (six races on four CPUs) than the five BLIS loops,

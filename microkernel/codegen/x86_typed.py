@@ -70,20 +70,32 @@ OPS = {
     "avx512vnni": dataclasses.replace(AVX512_MADD, elem_a="uint8_t", elem_b="int8_t", kstep=4),
 }
 
+@dataclasses.dataclass(frozen=True)
+class Shift:
+    """How a VNNI tile of types vpdpbusd does not take (u8 x s8 only) gets there: A is
+    shifted by 128 while packing, C compensated by B's column sums (module docstring).
+    C expressions of x (a source element), s (a column's sum of B)."""
+    ta: str          #: A's panel type
+    tb: str          #: B's panel type
+    cvt_a: str       #: A's conversion while packing (the shift)
+    value_a: str     #: a shifted panel element of A as the value it stands for
+    colsum: str      #: the driver's MK_B_COLSUM(s), as uint32: 128 s (s8s8), -128 s (u8u8)
+
+
 #: the VNNI types whose A is shifted by 128 while packing and whose C is compensated
-#: (module docstring): (A's panel type, B's panel type, A's conversion, the driver's
-#: MK_B_COLSUM(s) of a column's sum s: 128 s for s8s8, -128 s for u8u8, as uint32)
-SHIFTED = {"s8s8": ("uint8_t", "int8_t", "((uint8_t)((int)(x) + 128))", "((s) * 128u)"),
-           "u8u8": ("int8_t", "uint8_t", "((int8_t)((int)(x) - 128))", "(0u - (s) * 128u)")}
-#: a shifted panel element of A as the value it stands for
-_UNSHIFT = {"s8s8": "((int32_t)(x) - 128)", "u8u8": "((int32_t)(x) + 128)"}
+SHIFTED = {
+    "s8s8": Shift("uint8_t", "int8_t", "((uint8_t)((int)(x) + 128))", "((int32_t)(x) - 128)",
+                  "((s) * 128u)"),
+    "u8u8": Shift("int8_t", "uint8_t", "((int8_t)((int)(x) - 128))", "((int32_t)(x) + 128)",
+                  "(0u - (s) * 128u)"),
+}
 
 
 def _ops(spec):
     """The VectorOps of ``spec``'s micro-kernel (the panels' element types per types)."""
     if spec.isa == "avx512vnni" and spec.types in SHIFTED:
-        ta, tb = SHIFTED[spec.types][:2]
-        return dataclasses.replace(OPS["avx512vnni"], elem_a=ta, elem_b=tb)
+        sh = SHIFTED[spec.types]
+        return dataclasses.replace(OPS["avx512vnni"], elem_a=sh.ta, elem_b=sh.tb)
     return OPS[spec.isa]
 
 #: independent chains of the peak loops: at least latency x ports (4-5 x 2), within 32 zmm
@@ -108,12 +120,11 @@ def layout(spec) -> PanelLayout:
         return PanelLayout(sa="uint16_t", sb="uint16_t", ta="uint32_t", tb="uint16_t",
                            cvt_a="((uint32_t)(x) * 0x10001u)", fill_a=fa, fill_b=fb)
     if spec.types in SHIFTED:
-        ta, tb, cvt, colsum = SHIFTED[spec.types]
-        t = spec.gemm_types
-        fa, fb = (_U8, _S8) if ta == "uint8_t" else (_S8, _U8)
-        return PanelLayout(sa=t.c_a, sb=t.c_b, ta=ta, tb=tb, ga=4, gb=4, tc="int32_t",
-                           cvt_a=cvt, fill_a=fa, fill_b=fb, value_a=_UNSHIFT[spec.types],
-                           colsum_b=colsum)
+        sh, t = SHIFTED[spec.types], spec.gemm_types
+        fa, fb = (_U8, _S8) if sh.ta == "uint8_t" else (_S8, _U8)
+        return PanelLayout(sa=t.c_a, sb=t.c_b, ta=sh.ta, tb=sh.tb, ga=4, gb=4, tc="int32_t",
+                           cvt_a=sh.cvt_a, fill_a=fa, fill_b=fb, value_a=sh.value_a,
+                           colsum_b=sh.colsum)
     return PanelLayout(sa="uint8_t", sb="int8_t", ta="uint8_t", tb="int8_t", ga=4, gb=4,
                        tc="int32_t", fill_a=fa, fill_b=fb)
 
@@ -168,7 +179,7 @@ def _with_ld32(src: str) -> str:
 
 
 #: the ISAs whose modules ask the driver for its C-stationary loops (MK_C_STATIONARY,
-#: c_src/driver.c; docs/design-notes.md, AMX: C stays in compact tiles). Measured at one
+#: c_src/mk_cstat.h; docs/design-notes.md, AMX: C stays in compact tiles). Measured at one
 #: thread against the BLIS loops: AVX512-BF16 +16.4% on a Zen 4, a tie on Sapphire
 #: Rapids; VNNI +5.9% on the Zen 4 but -4.0% on Sapphire Rapids, and the widening FP16
 #: and fp32 tiles tied on the Zen 4, so those keep the BLIS loops

@@ -1,0 +1,92 @@
+/* The slice decomposition of one or two threads (driver.c).
+ * Part of the one GEMM driver: included by driver.c only, in its order, after its
+ * configuration macros (MK_TA, MK_TB, MK_TC, MK_G, ...); not a header of its own. */
+
+/* A slice job: slice i of `slices` is units [units * i / slices, units * (i + 1) /
+ * slices) of whole NR panels of N (split_n) or MR panels of M. */
+typedef struct {
+    mk_call g;
+    char *ws;                       /* per thread: its A block, B block, edge tile */
+    size_t per_thread, a_bytes, b_bytes;
+    int64_t units, slices, next;    /* next: the next slice to take */
+    int split_n;
+} mk_slices_job;
+
+/* Take slices from the job's counter until none is left, each run by the serial loops
+ * on the buffers of `slot` (an OpenMP thread number or the pool's slot). Any subset of
+ * the threads finishes them (the pool returns when those that joined have left), and
+ * each slice's C is the same whoever takes it. */
+static void mk_slices_take(void *arg, int slot)
+{
+    mk_slices_job *j = (mk_slices_job *)arg;
+    const mk_call *g = &j->g;
+    const int64_t mr = MK_TILE_MR(g->uk), nr = MK_TILE_NR(g->uk);
+    char *mine = j->ws + j->per_thread * (size_t)slot;
+    MK_TA *a_pack = (MK_TA *)mine;
+    MK_TB *b_pack = (MK_TB *)(mine + j->a_bytes);
+    MK_TC *edge = (MK_TC *)(mine + j->a_bytes + j->b_bytes);
+    for (int64_t i; (i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->slices;) {
+        const int64_t lo = j->units * i / j->slices, hi = j->units * (i + 1) / j->slices;
+        if (j->split_n) {
+            const int64_t j0 = lo * nr, j1 = mk_min(g->n, hi * nr);
+            if (j1 > j0)
+                mk_loops(g->uk, g->m, j1 - j0, g->k, g->mc_blk, g->nc_blk, g->kc_blk, g->alpha,
+                         g->a, g->rs_a, g->cs_a, g->b + j0 * g->cs_b, g->rs_b, g->cs_b, g->beta,
+                         g->c + j0 * g->cs_c, g->rs_c, g->cs_c, a_pack, b_pack, edge, &mk_alone);
+        } else {
+            const int64_t i0 = lo * mr, i1 = mk_min(g->m, hi * mr);
+            if (i1 > i0)
+                mk_loops(g->uk, i1 - i0, g->n, g->k, g->mc_blk, g->nc_blk, g->kc_blk, g->alpha,
+                         g->a + i0 * g->rs_a, g->rs_a, g->cs_a, g->b, g->rs_b, g->cs_b, g->beta,
+                         g->c + i0 * g->rs_c, g->rs_c, g->cs_c, a_pack, b_pack, edge, &mk_alone);
+        }
+    }
+}
+
+/* The slice decomposition's call (BLIS's JC/IC ways; one thread, or two by default):
+ * one contiguous slice of N (in whole NR panels), or of M when N is too narrow, per
+ * thread, each run by the serial loops with its own packing buffers: no barrier inside
+ * the GEMM. The slices are taken from a counter (mk_slices_take) on the pool's threads
+ * (mk_pool.h), so a thread that another runtime's spinner keeps off its core holds no
+ * slice: the threads that did join take its slice. Without the pool, OpenMP's team
+ * takes them. Returns MK_OK or MK_ENOMEM. */
+static int mk_run_slices(const mk_call *g, int nthreads)
+{
+    const int64_t m = g->m, n = g->n, mc_blk = g->mc_blk, nc_blk = g->nc_blk,
+                  kc_blk = g->kc_blk, mr = g->uk->mr, nr = g->uk->nr;
+    int split_n = 1;
+    int64_t units = (n + nr - 1) / nr;
+    if (units < nthreads && (m + mr - 1) / mr > units) {
+        split_n = 0;
+        units = (m + mr - 1) / mr;
+    }
+    if (nthreads > units)
+        nthreads = (int)units;
+    /* each packed block (bytes) is followed by the packing's slack, rounded to keep
+     * 64-byte alignment; MK_C_ALIGN's narrow first panel takes one more panel of B */
+    const int64_t kcp_blk = MK_KCP(kc_blk);      /* kc_blk, and the trailer of MK_B_COLSUM */
+    const size_t a_bytes = (size_t)mk_round_up(
+        (mc_blk * kcp_blk + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
+    const size_t b_bytes = (size_t)mk_round_up(
+        (kcp_blk * (nc_blk + (MK_C_ALIGN > 0 ? nr : 0)) + MK_PACK_SLACK) * (int64_t)sizeof(MK_TB), 64);
+    const size_t edge_bytes = (size_t)mk_round_up(mr * nr * (int64_t)sizeof(MK_TC), 64);
+    const size_t per_thread = a_bytes + b_bytes + edge_bytes;
+    char *ws = (char *)mk_ws_get(per_thread * (size_t)nthreads);
+    if (!ws)
+        return MK_ENOMEM;
+    mk_slices_job job = {*g, ws, per_thread, a_bytes, b_bytes, units, nthreads, 0, split_n};
+    int pooled = -1;
+#if MK_HAVE_POOL
+    pooled = mk_pool_run(mk_slices_take, (void *)&job, nthreads);  /* -1 for one thread */
+#endif
+    if (pooled != 0)
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+#ifdef _OPENMP
+        mk_slices_take(&job, omp_get_thread_num());
+#else
+        mk_slices_take(&job, 0);
+#endif
+    }
+    return MK_OK;
+}

@@ -1,0 +1,323 @@
+/* The shared-B team of three or more threads: its grid and its flow of dynamic
+ * units (driver.c).
+ * Part of the one GEMM driver: included by driver.c only, in its order, after its
+ * configuration macros (MK_TA, MK_TB, MK_TC, MK_G, ...); not a header of its own. */
+
+/* The team's grid: tm rows x tn columns of threads. MK_GRID_ROWS: tm the largest
+ * divisor of nt that has at least one MR panel of rows each (threads on distinct rows
+ * pack distinct A blocks). MK_GRID_SQUARE (BLIS's ic x jr ways): the divisor that makes
+ * each thread's part of C most nearly square, so that its share of the B block
+ * (KC x NC/tn) is tn times smaller and can stay in its L2 across the ic loop, at the
+ * price of tn threads packing the same A block. $MICROKERNEL_TEAM_GRID = rows | square
+ * (read once); rows by default. */
+enum { MK_GRID_ROWS = 0, MK_GRID_SQUARE = 1 };
+
+static int mk_grid_kind(void)
+{
+    static int kind = -1;
+    if (kind < 0) {
+        const char *e = getenv("MICROKERNEL_TEAM_GRID");
+        kind = e && !strcmp(e, "square") ? MK_GRID_SQUARE : MK_GRID_ROWS;
+    }
+    return kind;
+}
+
+static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, int *tm, int *tn)
+{
+    const int64_t row_panels = (m + mr - 1) / mr, col_panels = (n + nr - 1) / nr;
+    int best = 1;
+    double best_score = 1e300;
+    const int square = mk_grid_kind() == MK_GRID_SQUARE;
+    for (int d = 1; d <= nt; ++d) {
+        if (nt % d != 0 || d > row_panels)
+            continue;
+        if (!square) {
+            best = d;
+            continue;
+        }
+        if (nt / d > col_panels && d != 1)
+            continue;
+        /* |log(rows per thread / columns per thread)|, ties to more rows */
+        const double r = ((double)m / d) / ((double)n / (nt / d));
+        const double score = r >= 1.0 ? r : 1.0 / r;
+        if (score <= best_score) {
+            best_score = score;
+            best = d;
+        }
+    }
+    *tm = best;
+    *tn = nt / best;
+}
+
+/* ---- the team's flow: dynamic units without a barrier per block ----------------------
+ *
+ * The default team (a grid of one column, blk->chunks > 0). Its work is a list of
+ * items that every thread takes from one counter, in order, until none is left:
+ *
+ *   the pieces of block 0's B;  then for each block t = 0, 1, ..., T - 1 (the KC x NC
+ *   blocks in the jc, pc order of the loops):  the pieces of block t + 1's B, then the
+ *   units of block t
+ *
+ * A piece is a share of a block's NR panels (packed into the block's buffer, one of
+ * MK_FLOW_BUFS in turn); a unit is a chunk of `chunk` rows (whole MR panels) times one
+ * of `parts` parts of the block's panels, taken part-major (the team works through
+ * one part of the B block, KC x NC/parts, before the next), whose macro-kernel packs
+ * its own rows of A (mk_macro). Each item waits, spinning, only for what it reads or
+ * overwrites, all of it in items taken earlier:
+ *   - a unit of block t for every piece of block t (its B panels), and for the same
+ *     unit of block t - 1 when t - 1 is the previous KC block of the same C columns
+ *     (the same C tiles, whose KC blocks must add up in order; no unit waits for the
+ *     previous NC block's);
+ *   - a piece of block t for every unit of block t - MK_FLOW_BUFS, the buffer's last
+ *     reader.
+ * So no thread waits at a barrier for the tail of a block: a thread without a unit of
+ * block t left goes on to the next block's pieces and units, and the next block's
+ * packing overlaps the last units of the one before. Before this (until 2026-12-04)
+ * the team packed each block between two barriers. The units and the order of the KC
+ * blocks on each C tile are the same on every run whoever takes them, so C is
+ * bit-identical from run to run. */
+#ifndef MK_FLOW_BUFS
+#define MK_FLOW_BUFS 3
+#endif
+#if MK_FLOW_BUFS < 2
+#error "MK_FLOW_BUFS: at least 2 B buffers (3 let a block's packing overlap the tail of the one before the last)"
+#endif
+
+/* Unit u of block t, when finished, writes t into done[t % MK_FLOW_RING][u] (-1
+ * before). The slot is next written by unit u of block t + MK_FLOW_RING, which runs
+ * only after every unit of block t + MK_FLOW_RING - MK_FLOW_BUFS has finished (its B
+ * pieces wait for them), the unit of block t + 1 that reads the slot among them. (A
+ * single slot per unit would not do: unit u of the previous NC block, which no unit
+ * waits for, could finish last and write an older block over a newer one.) */
+#define MK_FLOW_RING (MK_FLOW_BUFS + 1)
+
+typedef struct {
+    int64_t next;       /* the next item */
+    int64_t *packed;    /* [T] pieces of block t packed */
+    int64_t *finished;  /* [T] units of block t finished */
+    int64_t *done;      /* [MK_FLOW_RING][units] see above */
+    int64_t units;      /* the most units of a block */
+    int64_t blocks;     /* T */
+    int64_t lead;       /* C's columns before its first MK_C_ALIGN boundary (mk_lead) */
+} mk_flow;
+
+/* Block t of the flow: its place (jc, nc, w0, pc, kc, kcp) and its item counts. */
+typedef struct {
+    int64_t jc, nc, w0, npanels, pc, kc, kcp, b_stride, parts, units, pieces;
+} mk_flow_block;
+
+static mk_flow_block mk_flow_at(int64_t t, int64_t n, int64_t k, int64_t nc_blk, int64_t kc_blk,
+                                int64_t lead, int64_t nr, int64_t row_chunks, int64_t parts,
+                                int nt)
+{
+    mk_flow_block f;
+    const int64_t kb = (k + kc_blk - 1) / kc_blk, jb = t / kb;
+    const int64_t first = mk_min(lead + nc_blk, n);      /* the first NC block's columns */
+    f.jc = jb == 0 ? 0 : first + (jb - 1) * nc_blk;
+    f.w0 = jb == 0 ? lead : 0;
+    f.nc = jb == 0 ? first : mk_min(nc_blk, n - f.jc);
+    f.npanels = (f.w0 > 0) + (f.nc - f.w0 + nr - 1) / nr;
+    f.pc = t % kb * kc_blk;
+    f.kc = mk_min(kc_blk, k - f.pc);
+    f.kcp = MK_KCP(f.kc);
+    f.b_stride = mk_team_b_stride(nr, f.kcp);
+    f.parts = mk_min(parts, f.npanels);
+    f.units = row_chunks * f.parts;
+    f.pieces = mk_min(f.npanels, (int64_t)nt);
+    return f;
+}
+
+static int64_t mk_flow_blocks(int64_t n, int64_t k, int64_t nc_blk, int64_t kc_blk, int64_t lead)
+{
+    const int64_t first = mk_min(lead + nc_blk, n);
+    return (1 + (n - first + nc_blk - 1) / nc_blk) * ((k + kc_blk - 1) / kc_blk);
+}
+
+static void mk_flow_wait(const int64_t *p, int64_t v)
+{
+    for (unsigned spins = 0; __atomic_load_n(p, __ATOMIC_ACQUIRE) < v; ++spins) {
+        if (spins < 4096)
+            mk_cpu_relax();
+        else
+            sched_yield();             /* its producer may be descheduled on our core */
+    }
+}
+
+static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
+                          int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
+                          const MK_SA *a, int64_t rs_a, int64_t cs_a,
+                          const MK_SB *b, int64_t rs_b, int64_t cs_b, MK_TC beta,
+                          MK_TC *c, int64_t rs_c, int64_t cs_c,
+                          MK_TA *a_pack, MK_TB *const b_bufs[MK_FLOW_BUFS], MK_TC *edge,
+                          int nt, int64_t chunk, int64_t parts, mk_flow *fl)
+{
+    const int64_t nr = MK_TILE_NR(uk);
+    const MK_TC one = 1;
+    MK_THREAD_SETUP();
+    const int64_t row_chunks = (m + chunk - 1) / chunk, T = fl->blocks;
+#define MK_FLOW_AT(t) mk_flow_at(t, n, k, nc_blk, kc_blk, fl->lead, nr, row_chunks, parts, nt)
+    /* this thread's place in the list: segment t (-1: block 0's pieces) starts at item
+     * base; cur is block t, nxt block t + 1 (pieces 0 past the last block) */
+    int64_t t = -1, base = 0;
+    mk_flow_block cur = MK_FLOW_AT(0), nxt = cur;
+    int64_t seg = nxt.pieces;
+    for (;;) {
+        const int64_t item = __atomic_fetch_add(&fl->next, 1, __ATOMIC_RELAXED);
+        while (item >= base + seg && t < T) {      /* items only grow: move forward */
+            base += seg;
+            ++t;
+            if (t == T)
+                break;
+            cur = nxt;
+            if (t + 1 < T)
+                nxt = MK_FLOW_AT(t + 1);
+            else
+                nxt.pieces = 0;
+            seg = nxt.pieces + cur.units;
+        }
+        if (t == T)
+            break;
+        const int64_t off = item - base;
+        if (off < nxt.pieces) {                     /* a piece of block t + 1's B */
+            const int64_t tb = t + 1;
+            if (tb >= MK_FLOW_BUFS) {               /* the buffer's last reader is done */
+                const mk_flow_block old = MK_FLOW_AT(tb - MK_FLOW_BUFS);
+                mk_flow_wait(&fl->finished[tb - MK_FLOW_BUFS], old.units);
+            }
+            MK_TB *dst = b_bufs[tb % MK_FLOW_BUFS];
+            for (int64_t jp = nxt.npanels * off / nxt.pieces; jp < nxt.npanels * (off + 1) / nxt.pieces; ++jp)
+                mk_pack_b_panel(jp, nxt.w0, nr, nxt.nc, nxt.kc, nxt.kcp,
+                                b + nxt.pc * rs_b + nxt.jc * cs_b, rs_b, cs_b, dst + jp * nxt.b_stride);
+            __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);
+            continue;
+        }
+        /* a unit of block t */
+        const int64_t u = off - nxt.pieces;
+        mk_flow_wait(&fl->packed[t], cur.pieces);
+        if (cur.pc > 0)                             /* its C tiles' previous KC block */
+            mk_flow_wait(&fl->done[(t - 1) % MK_FLOW_RING * fl->units + u], t - 1);
+        const int64_t part = u / row_chunks, ic = u % row_chunks * chunk;
+        mk_macro(uk, mk_min(chunk, m - ic), cur.kc, cur.kcp, alpha, a + ic * rs_a + cur.pc * cs_a,
+                 rs_a, cs_a, b_bufs[t % MK_FLOW_BUFS], cur.b_stride, cur.npanels * part / cur.parts,
+                 cur.npanels * (part + 1) / cur.parts, cur.w0, cur.nc, cur.pc == 0 ? &beta : &one,
+                 c + ic * rs_c + cur.jc * cs_c, rs_c, cs_c, a_pack, edge);
+        __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
+        __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);
+    }
+#undef MK_FLOW_AT
+    MK_PREFETCH_B(NULL, 0);
+    MK_THREAD_TEARDOWN();
+}
+
+/* The flow's arguments, for the pool's threads (mk_pool_run): slot s takes the s-th
+ * per-thread share of the workspace after the B buffers (its A block, its edge tile). */
+typedef struct {
+    mk_call g;
+    char *per_ws;
+    size_t per_thread, a_bytes;
+    MK_TB *const *b_bufs;
+    int nt;
+    int64_t chunk, parts;
+    mk_flow *fl;
+} mk_flow_job;
+
+#if MK_HAVE_POOL
+static void mk_flow_job_run(void *arg, int slot)
+{
+    const mk_flow_job *j = (const mk_flow_job *)arg;
+    char *mine = j->per_ws + j->per_thread * (size_t)slot;
+    const mk_call *g = &j->g;
+    mk_loops_flow(g->uk, g->m, g->n, g->k, g->nc_blk, g->kc_blk, g->alpha, g->a, g->rs_a, g->cs_a,
+                  g->b, g->rs_b, g->cs_b, g->beta, g->c, g->rs_c, g->cs_c, (MK_TA *)mine, j->b_bufs,
+                  (MK_TC *)(mine + j->a_bytes), j->nt, j->chunk, j->parts, j->fl);
+}
+#endif
+
+
+/* The shared-B team's call (nthreads > 1): B blocks for all (MK_FLOW_BUFS of them in
+ * turn for the flow of dynamic units, one for fixed shares), A and the edge buffer per
+ * thread; the flow on the pool's threads when the pool is free, else OpenMP's team.
+ * Returns MK_OK or MK_ENOMEM. */
+static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
+{
+    const mk_ukernel_desc *uk = g->uk;
+    const int64_t m = g->m, n = g->n, k = g->k, mc_blk = g->mc_blk, nc_blk = g->nc_blk,
+                  kc_blk = g->kc_blk, mr = uk->mr, nr = uk->nr;
+    int tm, tn;
+    mk_team_grid(nthreads, m, n, mr, nr, &tm, &tn);
+    const int64_t chunks = blk->chunks;  /* > 0: dynamic units; 0: fixed shares */
+    const int flow = chunks > 0 && tn == 1;
+    const int64_t max_panels = (nc_blk + (MK_C_ALIGN > 0 ? nr : 0) + nr - 1) / nr + 1;
+    const int64_t kcp_max = MK_KCP(kc_blk);
+    const size_t b_shared = (size_t)mk_round_up(
+        max_panels * mk_team_b_stride(nr, kcp_max) * (int64_t)sizeof(MK_TB), 64);
+    const size_t b_total = b_shared * (flow ? MK_FLOW_BUFS : 1);
+    const size_t a_bytes = (size_t)mk_round_up(
+        (mc_blk * kcp_max + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
+    const size_t edge_bytes = (size_t)mk_round_up(mr * nr * (int64_t)sizeof(MK_TC), 64);
+    const size_t per_thread = a_bytes + edge_bytes;
+    char *ws = (char *)mk_ws_get(b_total + per_thread * (size_t)nthreads);
+    if (!ws)
+        return MK_ENOMEM;
+    /* dynamic units: about `chunks` per thread, each whole MR panels of rows times
+     * one of `parts` parts of the block's columns; more units per thread than row
+     * panels, or more parts than a block has panels (mk_flow_at takes min(parts,
+     * its panels)), mean nothing (and would overflow the products below) */
+    const int64_t panels = (m + mr - 1) / mr;
+    const int64_t parts = mk_min(blk->parts, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
+    const int64_t ways = (int64_t)nthreads * mk_min(chunks > 0 ? chunks : 1, panels);
+    const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
+    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0};
+    int64_t *counts = NULL;
+    if (flow) {
+        fl.lead = mk_lead(g->c, g->rs_c, g->cs_c, n, nr);
+        fl.blocks = mk_flow_blocks(n, k, nc_blk, kc_blk, fl.lead);
+        const int64_t T = fl.blocks;
+        fl.units = (m + chunk - 1) / chunk * parts;
+        counts = (int64_t *)calloc((size_t)(2 * T + MK_FLOW_RING * fl.units), sizeof *counts);
+        if (!counts)
+            return MK_ENOMEM;
+        fl.packed = counts;
+        fl.finished = counts + T;
+        fl.done = counts + 2 * T;
+        for (int64_t u = 0; u < MK_FLOW_RING * fl.units; ++u)
+            fl.done[u] = -1;
+    }
+    MK_TB *b_bufs[MK_FLOW_BUFS];
+    for (int i = 0; i < MK_FLOW_BUFS; ++i)
+        b_bufs[i] = (MK_TB *)(ws + b_shared * (size_t)(flow ? i : 0));
+    int pooled = -1;
+#if MK_HAVE_POOL
+    if (flow) {                 /* the flow on our own threads (mk_pool.h says why) */
+        const mk_flow_job job = {*g, ws + b_total, per_thread, a_bytes, b_bufs, nthreads, chunk,
+                                 parts, &fl};
+        pooled = mk_pool_run(mk_flow_job_run, (void *)&job, nthreads);
+    }
+#endif
+    if (pooled != 0)            /* -1: OpenMP's team (the pool is off, busy or absent) */
+#pragma omp parallel num_threads(nthreads)
+    {
+#ifdef _OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        char *mine = ws + b_total + per_thread * (size_t)t;
+        if (flow) {
+            mk_loops_flow(uk, m, n, k, nc_blk, kc_blk, g->alpha, g->a, g->rs_a, g->cs_a, g->b,
+                          g->rs_b, g->cs_b, g->beta, g->c, g->rs_c, g->cs_c, (MK_TA *)mine, b_bufs,
+                          (MK_TC *)(mine + a_bytes), nt, chunk, parts, &fl);
+        } else {
+            /* a team smaller than asked (OMP_THREAD_LIMIT, nesting) gets its own grid */
+            int gtm = tm, gtn = tn;
+            if (nt != nthreads)
+                mk_team_grid(nt, m, n, mr, nr, &gtm, &gtn);
+            const mk_team_pos tp = {t, nt, t / gtn, gtm, t % gtn, gtn};
+            mk_loops(uk, m, n, k, mc_blk, nc_blk, kc_blk, g->alpha, g->a, g->rs_a, g->cs_a, g->b,
+                     g->rs_b, g->cs_b, g->beta, g->c, g->rs_c, g->cs_c, (MK_TA *)mine, b_bufs[0],
+                     (MK_TC *)(mine + a_bytes), &tp);
+        }
+    }
+    free(counts);
+    return MK_OK;
+}
