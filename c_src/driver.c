@@ -19,9 +19,10 @@
  * operands, mk_pack.h); edge tiles (M % MR, N % NR) go through the micro-kernel's edge
  * entry point, else a local MR x NR buffer. Packing buffers live in a per-calling-thread
  * workspace that is grown when needed and reused (bounded by the blocking sizes), freed
- * when the thread exits. Threads: one or two take contiguous slices of N (or M when N
- * is narrow), each running these loops on its own packing buffers with no barrier in
- * between; three or more share each packed B block as a team (mk_team.h).
+ * when the thread exits. Threads (by default; MICROKERNEL_THREADING forces either): one
+ * or two take contiguous slices of N (or M when N is narrow), each running these loops
+ * on its own packing buffers with no barrier in between (mk_slices.h); three or more
+ * share each packed B block as a team (mk_team.h).
  *
  * A module that defines MK_C_STATIONARY (AMX, AVX512-BF16) gets other loops at one thread
  * when K spans several KC blocks: C accumulated in compact tiles (mk_loops_cstat).
@@ -32,16 +33,23 @@
  * the configuration macros and the entry point (mk_gemm_driver, at the end); its parts,
  * each one job, are included in this order after the macros:
  *
- *   mk_workspace.h  the per-calling-thread buffer that holds the packed panels
- *   mk_pack.h       packing A and B into micro-panels (fp32, and typed K groups)
- *   mk_loops.h      C updates, the macro-kernel, the five loops (alone or a team's part)
+ *   mk_workspace.h  the per-calling-thread buffer that holds the packed panels (mk_ws_get)
+ *   mk_pack.h       packing A and B into micro-panels (fp32, and typed K groups; B's
+ *                   column sums, MK_B_COLSUM)
+ *   mk_loops.h      C updates and edge tiles (mk_tile), the macro-kernel (mk_macro), the
+ *                   five loops (mk_loops: alone, a slice, or a team's fixed share), and
+ *                   what every thread path shares: mk_call (one call's operands),
+ *                   mk_team_pos / mk_alone, mk_lead (MK_C_ALIGN), mk_team_b_stride
  *   mk_gemv.h       the fp32 matrix-vector path (n == 1)
- *   mk_team.h       the shared-B team of three or more threads: its grid and its flow
+ *   mk_team.h       the shared-B team (three or more threads by default): its grid and
+ *                   its flow of dynamic units (mk_loops_flow), called by mk_run_team
  *   mk_cstat.h      the C-stationary loops of one thread (MK_C_STATIONARY)
- *   mk_slices.h     the slice decomposition (one or two threads)
+ *   mk_slices.h     the slice decomposition (one or two threads by default; one thread
+ *                   is one slice), called by mk_run_slices
  *
  * mk_pool.h (our own worker threads) and mk_ukernel.h (the micro-kernel contract) are
- * headers of their own. microkernel/build.py's DRIVER_FILES lists every file here.
+ * headers of their own. microkernel/build.py's DRIVER_FILES lists the driver's files:
+ * this one, its parts and the headers they include.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -202,8 +210,8 @@ static int64_t mk_balance(int64_t total, int64_t blk, int64_t unit)
 
 /* How a GEMM's threads share it: MK_SLICES (each thread a contiguous slice of N, or
  * of M, with its own packing and no barrier: measured best on the project's shared
- * 2-core machine, where a barrier waits for a descheduled thread) or MK_TEAM (the
- * shared-B team of mk_loops: the B block packed once, not once per thread, and A
+ * 2-core machine, where a barrier waits for a descheduled thread; mk_slices.h) or MK_TEAM
+ * (the shared-B team, mk_team.h: the B block packed once, not once per thread, and A
  * read once per NC block). $MICROKERNEL_THREADING = slices | team forces one (read
  * once); the default is the team from 3 threads on (docs/design-notes.md, threads). */
 enum { MK_SLICES = 0, MK_TEAM = 1 };
@@ -228,7 +236,9 @@ static int mk_threading(int nthreads)
  * n == 0 touches nothing; k == 0 or alpha == 0 gives C := beta*C without reading A
  * or B; beta == 0 never reads C. Returns MK_OK, MK_EINVAL (negative size, bad
  * blocking or descriptor) or MK_ENOMEM (workspace allocation failed).
- * nthreads > 1 splits N (else M) between an OpenMP team when built with -fopenmp.
+ * nthreads > 1 (with -fopenmp) runs on the driver's own pool of threads (mk_pool.h;
+ * OpenMP's team where the pool is busy or off): slices or the team, as mk_threading
+ * picks. One thread runs the slices' call with one slice (or the C-stationary loops).
  */
 int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
                    int64_t m, int64_t n, int64_t k, MK_TC alpha,
@@ -287,7 +297,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
     nthreads = 1;
 #endif
 #if defined(MK_C_STATIONARY) && !defined(MK_BLIS_LOOPS)
-    /* one thread and more than one KC block: the C-stationary loops (above), when the
+    /* one thread and more than one KC block: the C-stationary loops (mk_cstat.h), when the
      * whole packed B is at most MK_CSTAT_MAX_B bytes (MK_BLIS_LOOPS: never, to race
      * them) */
     if (nthreads == 1 && k > kc_blk) {

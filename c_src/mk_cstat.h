@@ -1,7 +1,9 @@
 /* The C-stationary loops of one thread (a module that defines MK_C_STATIONARY;
  * driver.c).
- * Part of the one GEMM driver: included by driver.c only, in its order, after its
- * configuration macros (MK_TA, MK_TB, MK_TC, MK_G, ...); not a header of its own. */
+ * Part of the one GEMM driver, included by driver.c only, in its order (not a header
+ * of its own).
+ * Uses: mk_tile (mk_loops.h), mk_pack_a / mk_pack_b (mk_pack.h), mk_ws_get
+ * (mk_workspace.h). Gives mk_cstat_kp, mk_cstat_bytes and mk_loops_cstat. */
 
 #ifdef MK_C_STATIONARY
 /* ---- C-stationary loops (one thread; a module that defines MK_C_STATIONARY) --------
@@ -19,7 +21,7 @@
  * lie a row stride apart; C itself is written once, row by row along its rows. B's
  * micro-panels are read in memory order, so the next one is the one MK_PREFETCH_B
  * hands out. Measured on the AMX tiles (Sapphire Rapids, one thread, n = 3072-4096):
- * 2.0-8.6% faster than the five loops above; with one KC block 6-10% slower (hence
+ * 2.0-8.6% faster than the five loops (mk_loops.h); with one KC block 6-10% slower (hence
  * only for several); storing each tile straight to C in the last KC block instead of
  * row by row was no faster (docs/design-notes.md, AMX: C stays in compact tiles). */
 

@@ -1,6 +1,7 @@
 /* The matrix-vector path (n == 1) of the fp32 driver (driver.c).
- * Part of the one GEMM driver: included by driver.c only, in its order, after its
- * configuration macros (MK_TA, MK_TB, MK_TC, MK_G, ...); not a header of its own. */
+ * Part of the one GEMM driver, included by driver.c only, in its order (not a header
+ * of its own).
+ * Uses: mk_load8 and the transpose masks (mk_pack.h). Gives mk_gemv (fp32 modules only). */
 
 #if !MK_TYPED
 /* This thread's contiguous share [lo, hi) of `units` work units inside an OpenMP

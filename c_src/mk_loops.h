@@ -1,7 +1,11 @@
 /* The C updates, the macro-kernel and the five loops of BLIS around the micro-kernel
  * (driver.c).
- * Part of the one GEMM driver: included by driver.c only, in its order, after its
- * configuration macros (MK_TA, MK_TB, MK_TC, MK_G, ...); not a header of its own. */
+ * Part of the one GEMM driver, included by driver.c only, in its order (not a header
+ * of its own).
+ * Uses: mk_pack_a / mk_pack_b (mk_pack.h); MK_CALL_UKERNEL, MK_TILE_MR/NR,
+ * MK_PREFETCH_B, MK_THREAD_SETUP, MK_C_ALIGN, MK_KCP, mk_balance (driver.c). Gives mk_tile,
+ * mk_scale_c, mk_macro, mk_loops and what every thread path shares: mk_call,
+ * mk_team_pos / mk_alone, mk_lead, mk_team_b_stride, mk_pack_b_panel. */
 
 /* e + beta * c in C's type: fp32 arithmetic, or int32 arithmetic that wraps (done in
  * uint32_t, so a result past int32 wraps as two's complement with no UB). */
@@ -113,7 +117,7 @@ static inline int64_t mk_team_b_stride(int64_t nr, int64_t kcp)
     return mk_round_up(nr * kcp + MK_PACK_SLACK, 16);
 }
 
-/* Where a thread stands in a team (the shared-B decomposition below): thread t of nt,
+/* Where a thread stands in a team (the shared-B decomposition: mk_loops below, mk_team.h): thread t of nt,
  * at row ti of tm and column tj of tn of the team's grid over each C block. A lone
  * thread, or one running its own slice, is {0, 1, 0, 1, 0, 1}. */
 typedef struct {
@@ -152,7 +156,7 @@ static int64_t mk_lead(const MK_TC *c, int64_t rs_c, int64_t cs_c, int64_t n, in
  * thread takes its rows (a contiguous range of MR panels, row ti of tm) and its
  * columns (a contiguous range of NR panels of the block, column tj of tn), packs its
  * own A blocks and runs the jr and ir loops on them (fixed shares: blk->chunks = 0, or
- * MICROKERNEL_TEAM_GRID=square; the default dynamic units are mk_loops_flow's).
+ * MICROKERNEL_TEAM_GRID=square; the default dynamic units are mk_loops_flow's, mk_team.h).
  * In a team each B panel is MK_PACK_SLACK floats longer (b_stride), so that one
  * thread's packing overrun never lands in another's panel. */
 static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,

@@ -1,6 +1,9 @@
 /* Packing: A and B into MR- and NR-wide micro-panels, fp32 and typed (driver.c).
- * Part of the one GEMM driver: included by driver.c only, in its order, after its
- * configuration macros (MK_TA, MK_TB, MK_TC, MK_G, ...); not a header of its own. */
+ * Part of the one GEMM driver, included by driver.c only, in its order (not a header
+ * of its own).
+ * Uses: the type macros MK_SA/SB, MK_TA/TB, MK_GA/GB, MK_CVT_A/B, MK_B_COLSUM and
+ * mk_min (driver.c). Gives mk_pack_a, mk_pack_b (and mk_load8 and the 8 x 8 transposes
+ * the GEMV reuses), MK_PACK_SLACK. */
 
 /*
  * Both operands are packed by the same code. A micro-panel is `w` lines of kc floats
@@ -161,6 +164,9 @@ static void mk_pack_block(int64_t width, int64_t kc, const float *x, int64_t s_l
 
 #if !MK_TYPED
 /* fp32 panels are kc deep: kcp (MK_KCP(kc)) is kc, no K group and no trailer. */
+#if MK_G != 1 || MK_B_TRAILER != 0
+#error "an fp32 module (MK_TYPED 0) packs no K groups and no trailer: define MK_TYPED 1"
+#endif
 static inline void mk_pack_f32(int64_t width, int64_t kc, int64_t kcp, const float *x,
                                int64_t s_l, int64_t s_k, int64_t w, float *restrict dst)
 {

@@ -1,7 +1,10 @@
-/* The shared-B team of three or more threads: its grid and its flow of dynamic
- * units (driver.c).
- * Part of the one GEMM driver: included by driver.c only, in its order, after its
- * configuration macros (MK_TA, MK_TB, MK_TC, MK_G, ...); not a header of its own. */
+/* The shared-B team (three or more threads by default): its grid and its flow of
+ * dynamic units (driver.c).
+ * Part of the one GEMM driver, included by driver.c only, in its order (not a header
+ * of its own).
+ * Uses: mk_call, mk_macro, mk_loops, mk_pack_b_panel, mk_lead, mk_team_b_stride
+ * (mk_loops.h), mk_ws_get (mk_workspace.h), mk_pool_run and mk_cpu_relax (mk_pool.h).
+ * Gives mk_team_grid, mk_loops_flow and mk_run_team. */
 
 /* The team's grid: tm rows x tn columns of threads. MK_GRID_ROWS: tm the largest
  * divisor of nt that has at least one MR panel of rows each (threads on distinct rows

@@ -1,6 +1,7 @@
 /* The per-calling-thread workspace that holds the packed panels (driver.c).
- * Part of the one GEMM driver: included by driver.c only, in its order, after its
- * configuration macros (MK_TA, MK_TB, MK_TC, MK_G, ...); not a header of its own. */
+ * Part of the one GEMM driver, included by driver.c only, in its order (not a header
+ * of its own).
+ * Uses: pthread keys; MK_WORKSPACE_BYTES_NAME (driver.c). Gives mk_ws_get. */
 
 typedef struct {
     void *buf;

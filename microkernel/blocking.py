@@ -120,7 +120,8 @@ def panel_bytes(spec) -> tuple[int, int]:
 def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 1,
                     c_stationary: bool = False) -> int:
     """Bytes of packing workspace one gemm() call of m x n x k with ``spec``'s module
-    and blocking ``blk`` may hold (c_src/driver.c): per thread an A block (MC x KC) and
+    and blocking ``blk`` may hold (c_src/mk_slices.h ``mk_run_slices``, mk_team.h
+    ``mk_run_team``, mk_cstat.h ``mk_cstat_bytes``): per thread an A block (MC x KC) and
     a B block (KC x (NC + NR)) and an edge tile, or, for a module whose driver takes
     the C-stationary loops (``c_stationary``: MK_C_STATIONARY, at one thread when K
     spans several KC blocks), the whole packed B (K x N), an A row block (MC x K) and

@@ -1,4 +1,4 @@
-"""Both thread decompositions of the driver (c_src/driver.c): the slices and the
+"""Both thread decompositions of the driver (c_src/mk_slices.h, mk_team.h): the slices and the
 shared-B team (its rows dynamic or static, its grid rows or square), forced with
 MICROKERNEL_THREADING / _TEAM_GRID (read once per kernel module, so each mode runs in
 its own process) and the blocking's ``chunks``, on 2 to 7 threads (more threads than this machine's

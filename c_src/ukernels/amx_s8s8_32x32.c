@@ -109,5 +109,5 @@ void mk_ukernel_amx_s8s8_32x32(int64_t kc, const int32_t *restrict alpha, const 
 #define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))
 #define MK_THREAD_SETUP() mk_amx_config_amx_s8s8_32x32()
 #define MK_THREAD_TEARDOWN() _tile_release()
-/* one thread, K over several KC blocks: C accumulated in compact tiles (driver.c) */
+/* one thread, K over several KC blocks: C accumulated in compact tiles (mk_cstat.h) */
 #define MK_C_STATIONARY 1

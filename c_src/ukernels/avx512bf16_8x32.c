@@ -171,5 +171,5 @@ void mk_ukernel_avx512bf16_8x32(int64_t kc, const float *restrict alpha,
     }
 }
 
-/* one thread, K over several KC blocks: C accumulated in compact tiles (driver.c) */
+/* one thread, K over several KC blocks: C accumulated in compact tiles (mk_cstat.h) */
 #define MK_C_STATIONARY 1

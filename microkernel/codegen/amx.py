@@ -244,7 +244,7 @@ def ukernel(spec) -> str:
             "#define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))",
             f"#define MK_THREAD_SETUP() {cfg}()",
             "#define MK_THREAD_TEARDOWN() _tile_release()",
-            "/* one thread, K over several KC blocks: C accumulated in compact tiles (driver.c) */",
+            "/* one thread, K over several KC blocks: C accumulated in compact tiles (mk_cstat.h) */",
             "#define MK_C_STATIONARY 1"]
     return "\n".join(out) + "\n"
 

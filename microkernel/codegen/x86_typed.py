@@ -72,9 +72,10 @@ OPS = {
 
 @dataclasses.dataclass(frozen=True)
 class Shift:
-    """How a VNNI tile of types vpdpbusd does not take (u8 x s8 only) gets there: A is
-    shifted by 128 while packing, C compensated by B's column sums (module docstring).
-    C expressions of x (a source element), s (a column's sum of B)."""
+    """s8s8 and u8u8 on vpdpbusd, which multiplies only u8 by s8: A is shifted by 128
+    while packing and C is compensated by B's column sums (module docstring). The
+    fields are C type names and C expressions of x (a source element) and s (a
+    column's sum of B)."""
     ta: str          #: A's panel type
     tb: str          #: B's panel type
     cvt_a: str       #: A's conversion while packing (the shift)
@@ -194,7 +195,7 @@ def ukernel(spec) -> str:
                                   after_loop=post))
     if spec.isa in C_STATIONARY:
         src += ("\n/* one thread, K over several KC blocks: C accumulated in compact tiles "
-                "(driver.c) */\n#define MK_C_STATIONARY 1\n")
+                "(mk_cstat.h) */\n#define MK_C_STATIONARY 1\n")
     return src
 
 
