@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 
 __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
            "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS",
@@ -85,13 +86,20 @@ class Blocking:
 
     def replace(self, **kw) -> "Blocking":
         """A copy with some of kc/mc/nc/chunks/parts overridden (None keeps the model's
-        value). Raises ValueError for kc/mc/nc/parts < 1 or chunks < 0."""
+        value; numpy integers are taken). Raises ValueError for an unknown key (naming
+        the valid ones), kc/mc/nc/parts < 1, chunks < 0, or a value of 2^31 or more."""
         kw = {k: v for k, v in kw.items() if v is not None}
+        valid = ("kc", "mc", "nc", "chunks", "parts")
         for k, v in kw.items():
+            if k not in valid:
+                raise ValueError(f"blocking has no {k!r}; valid keys: {', '.join(valid)}")
             low = 0 if k == "chunks" else 1   # parts, kc, mc, nc: >= 1
-            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < low:
                 what = "a non-negative" if low == 0 else "a positive"
                 raise ValueError(f"blocking {k} must be {what} integer, got {v!r}")
+            if v >= 1 << 31:
+                raise ValueError(f"blocking {k} must be below 2^31, got {v}")
+        kw = {k: int(v) for k, v in kw.items()}
         why = self.why + tuple(f"{k.upper()}={v} overridden" for k, v in kw.items())
         return dataclasses.replace(self, why=why, **kw)
 

@@ -76,7 +76,13 @@ def default_tile(isa: str | None = None) -> TileSpec:
 
 def kernels(types: str | None = "f32") -> list[str]:
     """Names of the built-in kernels this machine can run, best ISA first: of input
-    ``types`` (default fp32; None: every type)."""
+    ``types`` (default fp32; None: every type). Raises ValueError for types that are
+    not a key of :data:`microkernel.dtypes.TYPES`."""
+    if types is not None:
+        from .dtypes import TYPES
+        if not isinstance(types, str) or types not in TYPES:
+            raise ValueError(f"kernels(): unknown input types {types!r}; valid: "
+                             f"{', '.join(TYPES)} (None: every type)")
     usable = usable_isas()
     runnable = [s for s in registry.BUILTIN if s.isa in usable and _feature_ok(s)
                 and (types is None or s.types == types)]

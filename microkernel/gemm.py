@@ -15,7 +15,7 @@ _Kernel = None  # microkernel.kernel.Kernel, imported on first use: importing th
 __all__ = ["gemm", "blocking_for", "default_threads"]
 
 
-from .threads import default_threads, threads_for  # noqa: E402  (public: gemm.default_threads)
+from .threads import check_count, default_threads, threads_for  # noqa: E402  (public: gemm.default_threads)
 
 
 _BLOCKING: dict = {}
@@ -42,11 +42,42 @@ def _check_operand(name: str, x) -> None:
         return  # the common case in a few attribute reads (a small call costs microseconds)
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
+    not_masked(name, x)
     if x.dtype != np.float32:
         raise TypeError(f"{name} has dtype {x.dtype}; gemm computes in float32 "
                         f"(convert with {name}.astype(numpy.float32))")
     if x.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got {x.ndim}-D with shape {x.shape}")
+
+
+def not_masked(name: str, x) -> None:
+    """TypeError for a numpy masked array: gemm() would read the values under the mask."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a masked array; gemm() would use the values under its "
+                        f"mask: pass {name}.filled(0) (or {name}.data to use them)")
+
+
+def overlaps_itself(x: np.ndarray) -> bool:
+    """Whether two elements of the 2-D array x share bytes (a view made with
+    as_strided, or a stride of 0 on an axis longer than 1): exact for 2-D, O(one
+    extent) when the strides interleave, O(1) otherwise."""
+    if x.flags.c_contiguous or x.flags.f_contiguous or x.size <= 1:
+        return False
+    e = x.itemsize
+    axes = sorted((abs(s), d) for s, d in zip(x.strides, x.shape) if d > 1)
+    if len(axes) == 1:
+        return axes[0][0] < e
+    (a, da), (b, db) = axes
+    if a < e:
+        return True
+    if b >= a * da:
+        return False                      # the larger stride steps past the whole axis
+    # |b dj - a di| < e for some 0 < dj < db, 0 <= di < da (b >= a >= e covers the rest)
+    t = b * np.arange(1, db, dtype=np.int64)
+    for di in (t // a, t // a + 1):
+        if np.any((di < da) & (np.abs(t - a * di) < e)):
+            return True
+    return False
 
 
 def _scalar(name: str, v) -> float:
@@ -153,6 +184,10 @@ def _check_output(C, A, B, m: int, n: int) -> None:
                          f"for A {A.shape} @ B {B.shape}")
     if not C.flags.writeable:
         raise ValueError("C is not writeable")
+    if overlaps_itself(C):
+        raise ValueError(f"C's elements overlap in memory (strides {C.strides} for shape "
+                         f"{C.shape}, e.g. a view made with as_strided); pass an array "
+                         f"whose elements are distinct")
     for name, X in (("A", A), ("B", B)):
         if (X.size and C.size and np.may_share_memory(C, X)
                 and np.shares_memory(C, X, max_work=10**6)):
@@ -197,7 +232,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         :func:`microkernel.gemm_typed.gemm_typed` (float32 C, or int32 C for integers;
         :mod:`microkernel.dtypes` has the pairs, accumulators and error bounds).
     C : ndarray, float32, shape (m, n), optional
-        Updated in place and returned. None: a new array (then beta must be 0).
+        Updated in place and returned. None: a new array (then beta must be 0). Its
+        elements must be distinct in memory and apart from A's and B's.
     alpha, beta : real
         beta == 0 never reads C (NaN/Inf there do not survive); alpha == 0 never
         reads A or B; k == 0 gives beta*C; m == 0 or n == 0 touches nothing.
@@ -205,7 +241,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         Tile to use (``"avx512_8x16"``); default: the best for this machine
         (``MICROKERNEL_ISA`` may force the ISA).
     threads : int, optional
-        OpenMP threads in the driver; default: the CPUs this process may run on
+        Threads in the driver, 1 to :func:`microkernel.threads.max_threads` (8 per CPU,
+        at least 64); default: the CPUs this process may run on
         (``$MICROKERNEL_NUM_THREADS`` or a threadpoolctl limit override it), fewer for
         a small problem (:func:`microkernel.threads.threads_for`).
     blocking : Blocking or dict, optional
@@ -220,10 +257,10 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     Raises
     ------
     TypeError
-        Operand not a float32 ndarray; alpha/beta not real.
+        Operand not a float32 ndarray (or a masked array); alpha/beta not real.
     ValueError
-        Wrong ndim, shape mismatch, C not writeable, C overlapping A or B, beta != 0
-        without C, bad threads/blocking.
+        Wrong ndim, shape mismatch, C not writeable, C overlapping A, B or itself,
+        beta != 0 without C, bad threads/blocking.
     IsaUnavailableError, TileError
         From kernel selection (see ``microkernel.get_kernel``).
     """
@@ -249,9 +286,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         _check_output(C, A, B, m, n)
     if threads is None:
         threads = threads_for(m, n, k)
-    elif (type(threads) is not int and not isinstance(threads, numbers.Integral)
-          or isinstance(threads, bool) or threads < 1):
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    elif type(threads) is not int or not 1 <= threads <= 64:
+        threads = check_count(threads)
     if m == 0 or n == 0:
         return C
 

@@ -72,6 +72,8 @@ def _check_kernel_types(k, t) -> None:
 def _check(name: str, x, dtype: np.dtype) -> None:
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
+    from .gemm import not_masked
+    not_masked(name, x)
     if x.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got {x.ndim}-D with shape {x.shape}")
     if x.dtype != dtype:
@@ -109,7 +111,7 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     integer GEMM, C overlapping A or B or not writeable, bad threads/blocking).
     """
     from .gemm import _check_output, _check_rc, _dims, _driver
-    from .threads import threads_for
+    from .threads import check_count, threads_for
     t = dtypes.types_of(A.dtype if isinstance(A, np.ndarray) else np.asarray(A).dtype,
                         B.dtype if isinstance(B, np.ndarray) else np.asarray(B).dtype)
     _check("A", A, t.dtype("a"))
@@ -129,8 +131,8 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         _check_output(C, A, B, m, n)
     if threads is None:
         threads = threads_for(m, n, k)
-    elif not isinstance(threads, numbers.Integral) or isinstance(threads, bool) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    else:
+        threads = check_count(threads)
     if m == 0 or n == 0:
         return C
     ffi, lib, cblk = _driver(kern, blocking)

@@ -26,11 +26,12 @@
 """
 from __future__ import annotations
 
+import numbers
 import os
 
 __all__ = ["default_threads", "threads_for", "MACS_PER_THREAD", "prepare_runtime",
            "runtime_note", "SPIN_COUNT", "MicrokernelController", "available_cpus",
-           "user_set_wait_policy"]
+           "user_set_wait_policy", "max_threads", "check_count"]
 
 #: the least work (multiply-adds) a default thread count gives each thread
 MACS_PER_THREAD = 1 << 20
@@ -50,6 +51,25 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def max_threads() -> int:
+    """The most threads one call may ask for: 8 per CPU this process may run on, at
+    least 64. Each is an OS thread of the driver's pool or of OpenMP's team, and
+    thousands of them exhaust the process (libgomp aborts, or the stacks run out)."""
+    return max(64, 8 * available_cpus())
+
+
+def check_count(n, what: str = "threads") -> int:
+    """``n`` as an int when it is an integer in 1..:func:`max_threads`; else ValueError
+    naming ``what`` and the range."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise ValueError(f"{what} must be a positive integer, got {n!r}")
+    top = max_threads()
+    if not 1 <= n <= top:
+        raise ValueError(f"{what} must be between 1 and {top} (8 per CPU this process may "
+                         f"run on, at least 64), got {n}")
+    return int(n)
+
+
 def _parse(raw: str) -> int | None:
     env = raw.strip()
     if not env:
@@ -58,9 +78,7 @@ def _parse(raw: str) -> int | None:
         n = int(env)
     except ValueError:
         raise ValueError(f"MICROKERNEL_NUM_THREADS={env!r} is not an integer") from None
-    if n < 1:
-        raise ValueError(f"MICROKERNEL_NUM_THREADS must be >= 1, got {n}")
-    return n
+    return check_count(n, "MICROKERNEL_NUM_THREADS")
 
 
 def default_threads() -> int:
@@ -148,7 +166,8 @@ class MicrokernelController(LibController):
     def set_num_threads(self, num_threads):
         _LIMIT[0] = None
         if num_threads is not None and int(num_threads) != default_threads():
-            _LIMIT[0] = int(num_threads)    # (restoring the unlimited value clears it)
+            # (restoring the unlimited value clears it)
+            _LIMIT[0] = check_count(int(num_threads), "threadpoolctl's limit")
 
     def get_version(self):
         from . import __version__

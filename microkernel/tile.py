@@ -163,11 +163,14 @@ SME_ZA_TILES = 4
 AMX_TILE_ROWS = 16
 
 DEFAULT_K_UNROLL = 1  # u2/u4 made GCC 12 -O3 spill near-full tiles (microkernel asm; see docs)
+#: the deepest unroll a tile may ask for: u64 of a 8x16 AVX-512 tile compiles in a few
+#: seconds, u1000 took 20 s and u4096 over a minute in GCC 12 (session 48)
+MAX_K_UNROLL = 64
 
 #: the types field of a name (microkernel.dtypes.TYPES, f32 aside: it is never written)
 _TYPES_RE = "bf16|f16h|f16|s8s8|u8s8|u8u8"
 _NAME_RE = re.compile(rf"^(?P<isa>[a-z0-9]+)(?:_(?P<types>{_TYPES_RE}))?_(?P<mr>\d+)x(?P<nr>\d+)"
-                      r"(?P<v>v?)(?:_u(?P<ku>\d+))?$")
+                      r"(?P<v>v?)(?:_u(?P<ku>\d+))?", re.ASCII)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,8 +190,9 @@ class TileSpec:
         fp16 accumulator lanes); for ``sve`` it counts *vectors* (NR = nr * VL/32 lanes
         at run time).
     k_unroll : int
-        Copies of the k-step body in the inner loop (default 1: with 2 or 4, GCC 12 -O3
-        spilled near-full tiles such as avx2_6x16 to the stack; `microkernel asm` shows it).
+        Copies of the k-step body in the inner loop, 1..MAX_K_UNROLL (default 1: with 2
+        or 4, GCC 12 -O3 spilled near-full tiles such as avx2_6x16 to the stack;
+        `microkernel asm` shows it).
     types : str
         Input types (a key of :data:`microkernel.dtypes.TYPES`: ``f32``, ``bf16``,
         ``f16``, ``f16h``, ``s8s8``, ``u8s8``, ``u8u8``); default: the ISA's implied
@@ -232,6 +236,10 @@ class TileSpec:
                 f"{'fp32' if self.info.implied == 'f32' else 'C'} lanes")
         if self.mr > 64 or self.vectors_per_row > 64:
             raise TileError(f"tile {self.mr}x{self.nr} is beyond any register file")
+        if self.k_unroll > MAX_K_UNROLL:
+            raise TileError(f"k_unroll must be at most {MAX_K_UNROLL} (each copy of the k "
+                            f"step is compiled: u{self.k_unroll} would keep the C compiler "
+                            f"busy for minutes), got {self.k_unroll}")
         form = self.info.form
         if form == "mmla" and self.mr % 2:
             raise TileError(f"{self.isa} tiles take rows in pairs (a matrix multiply-"
@@ -286,7 +294,7 @@ class TileSpec:
 
         Raises :class:`TileError` naming what is wrong.
         """
-        m = _NAME_RE.match(name)
+        m = _NAME_RE.fullmatch(name) if isinstance(name, str) else None
         if not m:
             raise TileError(
                 f"bad tile name {name!r}: expected <isa>[_<types>]_<MR>x<NR>[_u<K>] (e.g. "

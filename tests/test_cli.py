@@ -192,7 +192,8 @@ def test_sweep_plain_progress_lines_when_not_a_terminal(monkeypatch, capsys):
     ("--isa bogus", "known ISAs: scalar, avx2, avx512, neon, sve"),
     ("--json /nonexistent-dir/s.json", "--json /nonexistent-dir/s.json: directory"),
     ("--plot /nonexistent-dir/s.png", "--plot /nonexistent-dir/s.png: directory"),
-    ("--budget 0", "--budget must be > 0"),
+    ("--budget 0", "--budget: expected a finite number > 0, got '0'"),
+    ("--budget -1", "--budget: expected a finite number > 0, got '-1'"),
     ("--rounds 1", "--rounds must be >= 2"),
     ("--peers numpy,mkl", "--peers: unknown mkl"),
     # rejected by the parser's argument types (SystemExit(2))
@@ -232,9 +233,13 @@ def test_sweep_plot_without_matplotlib_says_how_to_install(monkeypatch, capsys, 
 
 def test_sweep_warns_about_more_threads_than_cpus(monkeypatch, capsys):
     from microkernel import sweep as sw
+    from microkernel.threads import max_threads
     monkeypatch.setattr(sw, "sweep", lambda *a, **k: _result([]))
-    assert main(["sweep", "--threads", "4096"]) == 0
-    assert "warning: --threads 4096 is more than the" in capsys.readouterr().err
+    top = max_threads()           # 8 per CPU at least: more than the CPUs, still allowed
+    assert main(["sweep", "--threads", str(top)]) == 0
+    assert f"warning: --threads {top} is more than the" in capsys.readouterr().err
+    assert main(["sweep", "--threads", str(top + 1)]) == 2
+    assert f"--threads must be between 1 and {top}" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(mk.probe().arch != "x86_64", reason="needs an x86-64 machine")
@@ -346,3 +351,50 @@ def test_json_results_get_an_ordinary_files_mode(tmp_path):
         os.umask(old)
     assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
     assert json.loads((tmp_path / "r.json").read_text()) == {"a": 1}
+
+
+@pytest.mark.parametrize("argv,message", [
+    # each refused before anything is built, allocated or timed
+    ("bench --sizes 1000000000", "--sizes: the operands of 1000000000x1000000000x1000000000"),
+    ("compare --kernels scalar_4x4 --sizes 200000", "GiB, more than the"),
+    ("compare --kernels scalar_4x4 --sizes 64 --scale 4", "--scale 4 divides the DeepBench"),
+    ("bench --kc 1000000000", "--kc must be at most 65536"),
+    ("bench --threads 100000", "--threads must be between 1 and"),
+    ("compare --kernels scalar_4x4 --threads 100000", "--threads must be between 1 and"),
+    ("compare --kernels scalar_4x4: --sizes 16", "nothing after ':'"),
+    ("compare --kernels scalar_4x4@ --sizes 16", "no file after '@'"),
+    ("bench --kernel scalar_4x4@ --sizes 16", "no file after '@'"),
+    ("validate --kernel scalar_4x4_u100000", "k_unroll must be at most 64"),
+    ("bench --sizes 16 --json /proc/b.json", "--json /proc/b.json: cannot write in '/proc'"),
+])
+def test_bad_input_is_refused_before_any_work(argv, message, capsys, monkeypatch):
+    from microkernel import build
+    monkeypatch.setattr("microkernel.timing.Rounds.round",
+                        lambda *a, **k: pytest.fail("timed despite bad input"))
+    before = build.BUILD_COUNT[0]
+    assert main(argv.split()) == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+    assert build.BUILD_COUNT[0] == before
+
+
+def test_mixed_input_types_name_where_the_run_s_type_came_from(capsys):
+    assert main(["compare", "--kernels", "scalar_4x4;scalar_bf16_4x4", "--sizes", "16"]) == 2
+    assert ("not the float32 @ float32 of scalar_4x4 (without --dtype, the first kernel's "
+            "inputs are the run's)") in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_bad_thread_count_in_the_environment_is_refused_before_timing(capsys, monkeypatch):
+    monkeypatch.setenv("MICROKERNEL_NUM_THREADS", "0")
+    monkeypatch.setattr("microkernel.timing.Rounds.round",
+                        lambda *a, **k: pytest.fail("timed despite bad input"))
+    assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "16"]) == 2
+    assert "MICROKERNEL_NUM_THREADS must be between 1 and" in capsys.readouterr().err
+
+
+def test_template_does_not_overwrite_a_file_unless_forced(tmp_path, capsys):
+    mine = tmp_path / "mine.c"
+    mine.write_text("/* my kernel */")
+    assert main(["template", "scalar_4x4", "-o", str(mine)]) == 2
+    assert "the file exists" in capsys.readouterr().err and mine.read_text() == "/* my kernel */"
+    assert main(["template", "scalar_4x4", "-o", str(mine), "--force"]) == 0
+    assert "mk_ukernel_scalar_4x4" in mine.read_text()

@@ -91,6 +91,18 @@ def test_returns_given_c_and_allocates_otherwise():
      "threads"),
     ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"threads": True}, ValueError,
      "threads must be a positive integer, got True"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"threads": 100000}, ValueError,
+     "threads must be between 1 and"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"threads": 2**31}, ValueError,
+     "threads must be between 1 and"),
+    ((np.ma.array(np.ones((2, 3), np.float32)), np.ones((3, 4), np.float32)), {}, TypeError,
+     "A is a masked array"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"blocking": {"foo": 1}},
+     ValueError, "blocking has no 'foo'; valid keys: kc, mc, nc, chunks, parts"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"blocking": {"kc": 2**63}},
+     ValueError, "blocking kc must be below 2"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"kernel": "scalar_4x4\n"},
+     mk.TileError, "bad tile name"),
     ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"kernel": "avx9_8x16"},
      mk.TileError, "unknown ISA 'avx9'.*microkernel list"),
     ((np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)), {"kernel": "bogus"},
@@ -115,6 +127,38 @@ def test_readonly_and_overlapping_c_are_refused():
     big = np.ones((4, 8), np.float32)
     with pytest.raises(ValueError, match="overlaps B"):
         mk.gemm(A, big[:, :4], big[:, 2:6])
+
+
+def test_c_whose_elements_overlap_is_refused():
+    """A C made with as_strided whose elements share memory would be written twice per
+    element (a wrong answer): refused. overlaps_itself agrees with a brute-force check
+    on every small 2-D layout, interleaved ones that do not overlap included."""
+    import itertools
+    from numpy.lib.stride_tricks import as_strided
+    from microkernel.gemm import overlaps_itself
+    A, B = np.ones((37, 5), np.float32), np.ones((5, 41), np.float32)
+    for strides in ((4, 4), (0, 4), (164, 0)):
+        C = as_strided(np.zeros(37 * 41, np.float32), (37, 41), strides, writeable=True)
+        with pytest.raises(ValueError, match="C's elements overlap"):
+            mk.gemm(A, B, C)
+    buf = np.zeros(1024, np.float32)[500:]
+    for s0, s1, m, n in itertools.product((0, 4, 8, 12, 40, 44, -4, -44), (4, 8, 16, 44, -8),
+                                          (1, 2, 3, 5), (1, 2, 4, 7)):
+        x = as_strided(buf, (m, n), (s0, s1))
+        addr = sorted(i * s0 + j * s1 for i in range(m) for j in range(n))
+        assert overlaps_itself(x) == any(q - p < 4 for p, q in zip(addr, addr[1:])), (s0, s1, m, n)
+    # distinct but interleaved elements (column stride twice the row stride): computed
+    C = as_strided(np.zeros(80, np.float32), (2, 40), (4, 8), writeable=True)
+    A2 = np.ones((2, 3), np.float32)
+    mk.gemm(A2, np.ones((3, 40), np.float32), C)
+    assert (C == 3).all()
+
+
+def test_kernels_refuses_unknown_types():
+    assert mk.kernels("f32") and set(mk.kernels(None)) >= set(mk.kernels("f32"))
+    for bad in ("nosuch", "F32", 5):
+        with pytest.raises(ValueError, match="unknown input types"):
+            mk.kernels(bad)
 
 
 def test_forcing_an_unavailable_isa_names_it(monkeypatch):

@@ -118,17 +118,45 @@ def test_a_source_may_add_an_edge_entry_point_the_generated_tile_lacks(tmp_path)
     assert all(r.ok for r in validate.run_catalogue(k, quick=True))
 
 
-def test_validate_cli_takes_a_source(tmp_path, capsys):
+def test_validate_cli_takes_a_source(tmp_path, capfd):
+    """(The catalogue runs in a child process: capfd sees its output.)"""
     good = _variant(tmp_path, GENERATED, "good.c")
     broken = _variant(tmp_path, GENERATED.replace(LAST_STORE, ""), "broken.c")
     assert main(["validate", "--kernel", "scalar_4x4", "--source", str(good), "--quick"]) == 0
     assert main(["validate", "--kernel", "scalar_4x4", "--source", str(broken), "--quick"]) == 1
-    assert f"scalar_4x4@{broken}" in capsys.readouterr().out
+    assert f"scalar_4x4@{broken}" in capfd.readouterr().out
     for argv in (["--kernel", "scalar_4x4", "--kernel", "scalar_4x4"], []):
         assert main(["validate", *argv, "--source", str(good)]) == 2
-        assert "exactly one --kernel" in capsys.readouterr().err
+        assert "exactly one --kernel" in capfd.readouterr().err
     assert main(["validate", "--kernel", "scalar_4x4", "--source", str(tmp_path / "no.c")]) == 2
-    assert "No such file" in capsys.readouterr().err
+    assert "No such file" in capfd.readouterr().err
+
+
+# a micro-kernel of the scalar_4x4 tile that writes through a null pointer, and one that
+# never returns
+SEGV = ("#include <stdint.h>\nvoid mk_ukernel_scalar_4x4(int64_t kc, const float *restrict alpha, "
+        "const float *restrict a, const float *restrict b, const float *restrict beta, "
+        "float *restrict c, int64_t rs_c, int64_t cs_c) { *(volatile int *)0 = 1; }\n")
+LOOP = SEGV.replace("*(volatile int *)0 = 1;", "for (volatile int i = 0;; ++i) {}")
+
+
+def test_a_crashing_variant_is_reported_not_suffered(tmp_path, capfd):
+    """A user's micro-kernel first runs in a child process: validate, compare and bench
+    say that it crashed (and with which signal) and exit 1; this process lives on."""
+    segv = _variant(tmp_path, SEGV, "segv.c")
+    assert main(["validate", "--kernel", "scalar_4x4", "--source", str(segv), "--quick"]) == 1
+    assert "crashed (SIGSEGV)" in " ".join(capfd.readouterr().err.split())
+    for argv in (["compare", "--kernels", f"scalar_4x4;scalar_4x4@{segv}"],
+                 ["bench", "--kernel", f"scalar_4x4@{segv}"]):
+        assert main([*argv, "--sizes", "16", "--rounds", "2"]) == 1
+        assert "crashed (SIGSEGV)" in " ".join(capfd.readouterr().out.split())
+
+
+def test_a_variant_that_never_returns_is_stopped(tmp_path, monkeypatch, capfd):
+    monkeypatch.setattr("microkernel.commands.common.SOURCE_CHILD_TIMEOUT", 20.0)
+    loop = _variant(tmp_path, LOOP, "loop.c")
+    assert main(["validate", "--kernel", "scalar_4x4", "--source", str(loop), "--quick"]) == 1
+    assert "did not finish in 20 s" in " ".join(capfd.readouterr().err.split())
 
 
 def test_compare_refuses_to_time_a_broken_variant(tmp_path, monkeypatch, capsys):

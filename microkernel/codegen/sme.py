@@ -251,7 +251,7 @@ def ukernel(spec) -> str:
     out += ["{", f"    const int64_t vl = {SVL_WORDS};",
             f"    {symbol(spec)}_za({mrv} * vl, {nrv} * vl, kc, alpha, a, b, beta, c, rs_c, cs_c);",
             "}", "",
-            f"/* Edge tile: the top-left m x n corner only (1 <= m <= MR, 1 <= n <= NR). */"]
+            "/* Edge tile: the top-left m x n corner only (1 <= m <= MR, 1 <= n <= NR). */"]
     out += signature(common.edge_symbol(spec), ct, ea, eb, edge=True)
     out += ["{", f"    {symbol(spec)}_za(m, n, kc, alpha, a, b, beta, c, rs_c, cs_c);", "}"]
     return "\n".join(out) + "\n"

@@ -47,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import PanelLayout
-from .common import (VectorOps, alpha_scale, emit_ukernel, header, peak_source, prefetch_columns,
+from .common import (alpha_scale, emit_ukernel, header, peak_source, prefetch_columns,
                      register_barrier, symbol)
 from .x86 import AVX512, AVX512_MADD
 

@@ -15,7 +15,7 @@ from rich import box
 from rich.table import Table
 
 from .. import stats
-from .common import (UsageError, check_threads, console, output_path, positive_float,
+from .common import (UsageError, check_memory, check_threads, console, output_path, positive_float,
                      positive_int, positive_ints, sources_pass_catalogue, write_json)
 
 __all__ = ["add_arguments", "run", "DTYPES", "add_dtype_argument", "resolve_dtype",
@@ -24,6 +24,9 @@ __all__ = ["add_arguments", "run", "DTYPES", "add_dtype_argument", "resolve_dtyp
 #: the --dtype choices of bench, compare and sweep (microkernel.dtypes.TYPES)
 DTYPES = ("f32", "bf16", "f16", "f16h", "s8s8", "u8s8", "u8u8")
 
+
+#: the deepest K of the L1 timing: an 8 x 32 tile's panels of 65536 fp32 are 10 MiB
+MAX_L1_KC = 1 << 16
 
 def add_dtype_argument(p, help_: str) -> None:
     """``--dtype`` (one of :data:`DTYPES`, default None) of bench, compare and sweep."""
@@ -39,8 +42,11 @@ def resolve_dtype(dtype, kernels) -> str:
     for k in kernels:
         kt = k.spec.gemm_types
         if (kt.a, kt.b) != (want.a, want.b):
+            of = (f"--dtype {t}" if dtype else
+                  f"{kernels[0].label} (without --dtype, the first kernel's inputs are "
+                  f"the run's)")
             raise UsageError(f"{k.label} takes {kt.a} @ {kt.b} inputs, not the {want.a} @ "
-                             f"{want.b} of --dtype {t}")
+                             f"{want.b} of {of}; time each input type in its own run")
     return t
 
 
@@ -96,14 +102,21 @@ def run(args) -> int:
     json_path = output_path("--json", args.json)
     if args.rounds < 2:
         raise UsageError("--rounds must be >= 2 (the intervals come from the rounds)")
+    if args.kc > MAX_L1_KC:
+        raise UsageError(f"--kc must be at most {MAX_L1_KC} (the L1 timing's panels of K "
+                         f"x (MR + NR) elements stay in the caches), got {args.kc}")
     check_threads(args.threads)
+    problems = square(args.sizes) if args.workload == "square" else load(args.workload)
+    check_memory(problems, "--sizes" if args.workload == "square" else "--workload")
     dtype = getattr(args, "dtype", None)
     names = args.kernel or kernels(dtype or "f32")
     if not names:
         raise UsageError(f"no built-in {dtype} kernel runs here (--kernel names one)")
     ks = []
     for n in names:   # NAME or NAME@path: a C file in place of the generated micro-kernel
-        name, _, source = n.partition("@")
+        name, at, source = n.partition("@")
+        if at and not source.strip():
+            raise UsageError(f"--kernel {n!r}: no file after '@' (NAME@SOURCE.c)")
         ks.append(get_kernel(name, source=source or None))
     dtype = resolve_dtype(dtype, ks)
     peer_names = resolve_peers(args.peers, dtype)
@@ -111,7 +124,6 @@ def run(args) -> int:
     blk = blocking_for(kern)
     if args.blocking:
         blk = blk.replace(**args.blocking)  # ValueError (exit 2) for values < 1
-    problems = square(args.sizes) if args.workload == "square" else load(args.workload)
     con = console()
     if not sources_pass_catalogue(ks, con):
         return 1

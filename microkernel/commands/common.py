@@ -17,6 +17,7 @@ from rich.console import Console
 
 __all__ = ["blocking_arg", "console", "positive_int", "positive_ints", "positive_ints_or_none", "csv", "nonneg_float", "positive_float",
            "fraction", "output_path", "need_matplotlib", "check_threads", "Progress",
+           "check_memory", "run_source_child", "in_source_child", "SOURCE_CHILD_ENV",
            "write_json", "UsageError", "python_command", "sources_pass_catalogue"]
 
 
@@ -112,14 +113,23 @@ def output_path(flag: str, path) -> pathlib.Path | None:
     if str(path) == "-":
         raise UsageError(f"{flag} -: give a file name (the tables go to standard output; "
                          f"a file named '-' would be written)")
+    if not str(path):
+        raise UsageError(f"{flag} '': give a file name")
     p = pathlib.Path(path)
     parent = p.parent if str(p.parent) else pathlib.Path(".")
     if p.is_dir():
         raise UsageError(f"{flag} {path}: is a directory; give a file name")
+    if parent.exists() and not parent.is_dir():
+        raise UsageError(f"{flag} {path}: {str(parent)!r} is a file, not a directory")
     if not parent.is_dir():
         raise UsageError(f"{flag} {path}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"{flag} {path}: directory {str(parent)!r} is not writable")
+    try:     # a file created and removed there: what access() says is not enough (/proc)
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{p.name}.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write in {str(parent)!r} "
+                         f"({exc.strerror or exc})") from None
     return p
 
 
@@ -132,11 +142,17 @@ def need_matplotlib(flag: str = "--plot") -> None:
 
 
 def check_threads(threads, flag: str = "--threads") -> None:
-    """Warn on stderr when a thread count exceeds the CPUs this process may use."""
+    """Refuse a thread count past :func:`microkernel.threads.max_threads` and a bad
+    ``$MICROKERNEL_NUM_THREADS`` (UsageError, before any timing); warn on stderr when
+    a count exceeds the CPUs this process may use."""
+    from ..threads import available_cpus, check_count, default_threads
+    cpus = available_cpus()
     try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
+        default_threads()
+        for t in ([threads] if isinstance(threads, int) else threads):
+            check_count(t, flag)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     for t in ([threads] if isinstance(threads, int) else threads):
         if t > cpus:
             print(f"warning: {flag} {t} is more than the {cpus} CPU(s) this process may "
@@ -144,9 +160,42 @@ def check_threads(threads, flag: str = "--threads") -> None:
                   file=sys.stderr)
 
 
+def available_memory() -> int:
+    """Bytes of memory this machine can still give: MemAvailable of /proc/meminfo on
+    Linux, else the physical memory."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(problems, what: str) -> None:
+    """Refuse (UsageError, before anything is built or timed) shapes whose operands do
+    not fit: the largest problem's float32 A, B and C and its float64 reference C
+    against :func:`available_memory`. ``what`` names the option (e.g. ``--sizes``)."""
+    if not problems:
+        return
+    p = max(problems, key=lambda q: q.m * q.k + q.k * q.n + 3 * q.m * q.n)
+    need = 4 * (p.m * p.k + p.k * p.n + p.m * p.n) + 8 * p.m * p.n
+    have = available_memory()
+    if need > have:
+        gib = 1 << 30
+        raise UsageError(f"{what}: the operands of {p.m}x{p.n}x{p.k} (A, B, C and C's "
+                         f"float64 reference) need {need / gib:,.1f} GiB, more than the "
+                         f"{have / gib:,.1f} GiB this machine has available")
+
+
 def write_json(path: pathlib.Path, data) -> None:
-    """``data`` as JSON at ``path``, through a temporary file renamed into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    """``data`` as JSON at ``path``, through a temporary file renamed into place.
+    Raises OSError naming ``path`` (not the temporary file) when it cannot be written."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}") from None
     umask = os.umask(0)
     os.umask(umask)
     os.fchmod(fd, 0o666 & ~umask)     # an ordinary file's mode, not mkstemp's 0600
@@ -220,14 +269,65 @@ def blocking_arg(text: str) -> dict[str, int]:
     return out
 
 
+#: set in the child process that first runs a user's micro-kernel (run_source_child)
+SOURCE_CHILD_ENV = "MICROKERNEL_SOURCE_CHILD"
+#: seconds a user's micro-kernel may take over the edge catalogue in that child
+SOURCE_CHILD_TIMEOUT = 300.0
+
+
+def in_source_child() -> bool:
+    """True in the child process of :func:`run_source_child`."""
+    return os.environ.get(SOURCE_CHILD_ENV) == "1"
+
+
+def run_source_child(argv, label: str, con, *, capture: bool, timeout: float | None = None):
+    """``python -m microkernel *argv`` in a child process: the first run of a user's C
+    micro-kernel (``label``, NAME@SOURCE), so that a crash or an endless loop in it ends
+    with a message here rather than killing this process. Returns the child's
+    CompletedProcess (stdout and stderr captured with ``capture``), or None after
+    printing what happened when the child died of a signal or ran past ``timeout``
+    (default :data:`SOURCE_CHILD_TIMEOUT`)."""
+    import signal
+    import subprocess
+    timeout = SOURCE_CHILD_TIMEOUT if timeout is None else timeout
+    env = dict(os.environ, **{SOURCE_CHILD_ENV: "1"})
+    cmd = [sys.executable, "-m", "microkernel", *argv]
+    try:
+        res = subprocess.run(cmd, env=env, capture_output=capture, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        con.print(f"[red]{label}[/red]: the edge catalogue did not finish in {timeout:.0f} s "
+                  f"(run in a child process): does the micro-kernel loop forever?")
+        return None
+    if res.returncode < 0:
+        try:
+            sig = signal.Signals(-res.returncode).name
+        except ValueError:
+            sig = f"signal {-res.returncode}"
+        con.print(f"[red]{label}[/red]: the micro-kernel crashed ({sig}) on the edge "
+                  f"catalogue, which ran in a child process; look for reads or writes past "
+                  f"its panels or its C tile (c_src/mk_ukernel.h has the contract)")
+        return None
+    return res
+
+
 def sources_pass_catalogue(kernels, con) -> bool:
     """Correct before fast: each of ``kernels`` built from a user's C file (``@SOURCE``)
-    runs the whole edge catalogue first; False (after printing the first failure of the
-    first that fails) when one fails, so that the caller exits 1 before timing anything."""
+    runs the whole edge catalogue first, in a child process (:func:`run_source_child`:
+    a crash or a hang of the user's code is reported, not suffered); False (after
+    printing the first failure of the first that fails) when one fails, so that the
+    caller exits 1 before timing anything."""
     from .. import validate
     for k in kernels:
         if k.source is None:
             continue
+        if not in_source_child():
+            res = run_source_child(["validate", "--kernel", k.spec.name, "--source",
+                                    str(k.source), "--json"], k.label, con, capture=True)
+            if res is None:
+                return False
+            if res.returncode == 0:
+                con.print(f"{k.label}: edge catalogue passed")
+                continue
         bad = [r for r in validate.run_catalogue(k) if not r.ok]
         if bad:
             con.print(f"[red]{k.label}[/red]: {len(bad)} edge-catalogue case(s) failed, "

@@ -28,7 +28,7 @@ from rich.table import Table
 
 from .. import stats
 from .bench import add_dtype_argument, resolve_dtype, resolve_peers
-from .common import (Progress, UsageError, check_threads, console, fraction, nonneg_float, output_path,
+from .common import (Progress, UsageError, check_memory, check_threads, console, fraction, nonneg_float, output_path,
                      positive_float, positive_int, positive_ints_or_none, sources_pass_catalogue,
                      write_json)
 
@@ -78,8 +78,12 @@ def parse_contenders(text: str):
     for item in (s.strip() for s in text.split(sep)):
         if not item:
             continue
-        name, _, blk = item.partition(":")
-        name, _, source = name.partition("@")
+        name, colon, blk = item.partition(":")
+        name, at, source = name.partition("@")
+        if colon and not blk.strip():
+            raise UsageError(f"--kernels {item!r}: nothing after ':' (NAME:kc=N,mc=N,...)")
+        if at and not source.strip():
+            raise UsageError(f"--kernels {item!r}: no file after '@' (NAME@SOURCE.c)")
         try:
             kern = get_kernel(name, source=source or None)
             override = blocking_arg(blk) if blk else {}
@@ -99,6 +103,9 @@ def parse_contenders(text: str):
 def _problems(args):
     from .. import workloads
     from ..bench import tiled
+    if args.scale != 1 and args.workload != "deepbench":
+        raise UsageError(f"--scale {args.scale} divides the DeepBench shapes: it needs "
+                         f"--workload deepbench")
     ns = args.sizes if args.sizes is not None else ([] if args.workload else [512, 1024, 2048])
     problems = workloads.square(ns)
     if args.workload:
@@ -109,6 +116,7 @@ def _problems(args):
     if not problems:
         raise UsageError("no shapes to time: give --sizes or --workload "
                          "(n = 1 shapes need --gemv)")
+    check_memory(problems, "--sizes" if args.sizes else "--workload")
     return problems
 
 

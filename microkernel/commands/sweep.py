@@ -14,7 +14,7 @@ from .. import stats
 from ..tile import ISAS
 from .bench import add_dtype_argument
 from .common import (Progress, UsageError, check_threads, console, fraction, need_matplotlib,
-                     nonneg_float, output_path, positive_float, positive_int, positive_ints,
+                     output_path, positive_float, positive_int, positive_ints,
                      python_command, write_json)
 
 __all__ = ["add_arguments", "run", "plot"]
@@ -41,7 +41,7 @@ def add_arguments(p) -> None:
     p.add_argument("--margin", type=fraction, default=stats.DEFAULT_MARGIN,
                    help="speed difference below which tiles tie (default 0: a tile ties "
                    "with the leader unless its interval shows it slower; e.g. 0.03 or 3%%)")
-    p.add_argument("--budget", type=nonneg_float, default=110.0,
+    p.add_argument("--budget", type=positive_float, default=110.0,
                    help="seconds the workload race may take (default 110)")
     p.add_argument("--rounds", type=positive_int, default=40,
                    help="most rounds of the workload race (default 40)")

@@ -109,10 +109,15 @@ def render(name: str, filename: str | None = None) -> str:
 def add_arguments(p) -> None:
     p.add_argument("name", metavar="NAME", help="tile name, e.g. avx2_4x24, scalar_4x4")
     p.add_argument("-o", "--output", metavar="PATH", help="write here (default: stdout)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the --output file if it exists (else refused)")
 
 
 def run(args) -> int:
     path = output_path("--output", args.output)
+    if path is not None and path.exists() and not args.force:
+        raise UsageError(f"--output {path}: the file exists (your kernel?); give another "
+                         f"name, or --force to replace it")
     text = render(args.name, None if path is None else path.name)
     if path is None:
         sys.stdout.write(text)

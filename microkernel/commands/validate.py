@@ -6,7 +6,7 @@ import json
 from rich.table import Table
 
 from .bench import DTYPES
-from .common import UsageError, console
+from .common import UsageError, console, in_source_child, run_source_child
 
 __all__ = ["add_arguments", "run"]
 
@@ -34,6 +34,14 @@ def run(args) -> int:
                          "(microkernel list shows what runs here)")
     if args.source is not None and len(args.kernel or ()) != 1:
         raise ValueError("--source replaces the micro-kernel of one tile: give exactly one --kernel")
+    if args.source is not None and not in_source_child():
+        # compile here (errors name the user's file and line), run in a child: a crash or
+        # a hang of the user's micro-kernel is reported, not suffered
+        label = get_kernel(args.kernel[0], source=args.source).label
+        res = run_source_child(["validate", "--kernel", args.kernel[0], "--source", args.source]
+                               + ["--quick"] * args.quick + ["--json"] * args.json,
+                               label, console(stderr=True), capture=False)
+        return 1 if res is None else res.returncode
     report, failed = [], 0
     t = Table(title="edge catalogue vs float64 reference (bound c*(K+2)*u*(|a||A||B|+|b||C0|), c=2)")
     for col in ("kernel", "cases", "passed", "failed", "max err/bound", "guards"):

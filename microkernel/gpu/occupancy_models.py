@@ -43,7 +43,6 @@ at most 16 waves per SP.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from .occupancy import occupancy as cuda_occupancy
 from .targets import Target, sm_limits
