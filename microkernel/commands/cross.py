@@ -23,6 +23,8 @@ def _int_list(text: str) -> tuple[int, ...]:
         vals = tuple(int(t) for t in text.split(",") if t.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    if not vals:
+        raise argparse.ArgumentTypeError(f"expected at least one vector length, got {text!r}")
     for v in vals:
         if v % 128 or not 128 <= v <= 2048:
             raise argparse.ArgumentTypeError(

@@ -498,4 +498,6 @@ def parse_warp(text: str):
         wm, wn = (int(x) for x in t.split("x"))
     except ValueError:
         raise ValueError(f"--warp must be auto, none or WMxWN (e.g. 32x64), got {text!r}")
+    if wm < 1 or wn < 1:
+        raise ValueError(f"--warp {text}: WM and WN must be positive (none: no warp tile)")
     return (wm, wn)
