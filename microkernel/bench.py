@@ -73,7 +73,7 @@ def typed_operands(A, B, types: str, rng):
     return conv(A, t.dtype("a")), conv(B, t.dtype("b"))
 
 
-def _typed_contenders(entries, problems, *, threads, peers, seed, check, types):
+def _typed_contenders(entries, problems, *, threads, peers, seed, check, types, progress):
     """gemm_contenders on typed inputs: our kernels (each checked with the bound of its
     own types: an f16h tile's fp16 accumulation), and each peer on what it offers for
     these inputs (:func:`microkernel.peers.typed_call`, checked with the bound of its
@@ -117,19 +117,30 @@ def _typed_contenders(entries, problems, *, threads, peers, seed, check, types):
                     if not ok:
                         raise WrongResult(f"{name} ({tp[name].what}) on {p.label}: wrong "
                                           f"result ({detail})")
+            _checked(progress, p, problems)
         out += calls
     return out
 
 
+def _checked(progress, p, problems) -> None:
+    """Tell ``progress`` (a callable taking a line, or None) that problem p was checked."""
+    if progress is not None:
+        progress(f"checked {problems.index(p) + 1} of {len(problems)} shapes against "
+                 f"float64 ({p.label})")
+
+
 def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),
-                    seed: int = 0, check: bool = True, types: str = "f32") -> list[Contender]:
+                    seed: int = 0, check: bool = True, types: str = "f32",
+                    progress=None) -> list[Contender]:
     """Contenders for ``gemm()`` with each entry (:class:`GemmEntry`, or a loaded
     Kernel) and each peer on each problem (one operand set per problem, C shared).
 
     With ``check``, every contender's C is computed once per problem (C poisoned with
     NaN first) and compared against the float64 reference with the bound of
     :func:`microkernel.validate.reference`; a result out of bound raises
-    :class:`WrongResult` naming the contender and the shape, before any timing.
+    :class:`WrongResult` naming the contender and the shape, before any timing;
+    ``progress`` (a callable taking a line of text), when given, hears of each shape
+    checked.
 
     ``types`` (microkernel.dtypes, default fp32): the operands of that type
     (:func:`typed_operands`) and the peers on them (:mod:`microkernel.peers`: numpy on
@@ -140,7 +151,7 @@ def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),
     entries = [e if isinstance(e, GemmEntry) else GemmEntry(e.label, e) for e in entries]
     if types != "f32":
         return _typed_contenders(entries, problems, threads=threads, peers=peers, seed=seed,
-                                 check=check, types=types)
+                                 check=check, types=types, progress=progress)
     rng = np.random.default_rng(seed)
     out = []
     for p in problems:
@@ -163,6 +174,7 @@ def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),
                     ok, _, _, detail = validate.check(C, ref, bound)
                     if not ok:
                         raise WrongResult(f"{c.name} on {p.label}: wrong result ({detail})")
+            _checked(progress, p, problems)
         out += calls
     return out
 

@@ -259,7 +259,8 @@ def sweep(isa: str | None = None, *, mrs=None, nrs=None, workload: str = "deepbe
              f"on {len(problems)} shapes against float64")
     with peers_mod.limit_threads(threads, peer_names):
         contenders = bench.gemm_contenders(kernels, problems, threads=threads,
-                                           peers=peer_names, seed=seed, types=types)
+                                           peers=peer_names, seed=seed, types=types,
+                                           progress=lambda t: progress(f"workload race: {t}"))
         rounds = Rounds(contenders, min_time=min_time, pause=0.3 if threads > 1 else 0.0,
                         seed=seed, progress=lambda t: progress(
                             f"workload race: {t}, {len(race.active)} tiles left"))

@@ -62,7 +62,8 @@ def _print(rep: dict) -> None:
     con = console()
     loop = rep["loop"]
     arch = rep.get("arch", "x86_64")
-    con.rule(f"{rep['name']}: {rep['symbol']} ({rep['syntax']} syntax)")
+    origin = f"@{rep['source']}" if rep.get("source") else " (generated)"
+    con.rule(f"{rep['name']}{origin}: {rep['symbol']} ({rep['syntax']} syntax)")
     if rep.get("function"):
         con.print(Text("\n".join(rep["function"])))
         con.rule("inner K loop")

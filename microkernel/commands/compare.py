@@ -148,7 +148,7 @@ def run(args) -> int:
                  f"{len(problems)} shape(s) against float64")
         try:
             contenders = gemm_contenders(entries, problems, threads=args.threads,
-                                         peers=peer_names, types=dtype)
+                                         peers=peer_names, types=dtype, progress=progress)
         except WrongResult as exc:
             progress.close()
             con.print(f"[red]not timed[/red]: {exc}")

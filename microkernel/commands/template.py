@@ -123,6 +123,15 @@ def run(args) -> int:
         sys.stdout.write(text)
     else:
         path.write_text(text)
-        print(f"wrote {path}: validate it with `microkernel validate --kernel {args.name} "
-              f"--source {path}`", file=sys.stderr)
+        from ..dispatch import usable_isas
+        from ..tile import TileSpec
+        isa = TileSpec.from_name(args.name).isa
+        if isa in usable_isas():
+            print(f"wrote {path}: validate it with `microkernel validate --kernel {args.name} "
+                  f"--source {path}`", file=sys.stderr)
+        else:
+            print(f"wrote {path}: this machine cannot run {isa}, so validate it on one that "
+                  f"can (`microkernel validate --kernel {args.name} --source {path}`); here "
+                  f"`microkernel asm {args.name} --source {path}` shows its inner loop "
+                  f"(with the aarch64 cross compiler for neon, sve, sme)", file=sys.stderr)
     return 0
