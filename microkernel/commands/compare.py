@@ -233,7 +233,9 @@ def _print(con, res, labels, peer_names) -> None:
               f"'vs' = their time / this one's (> 0%: this one is faster); "
               f"'faster' = rounds in which it beat {first}")
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
-              title="per shape: GFLOP/s and speed paired by round")
+              title="per shape: GFLOP/s (of each contender's median time) and speed "
+                    "paired by round (the median of the per-round ratios: with few or noisy "
+                    "rounds the two can disagree)")
     # the shape on a row of its own: the numbers never lose digits to a 100-column table
     for col, j in (("shape / contender", "left"), ("GF/s", "right"),
                    (f"vs {first}, %", "right"), ("vs numpy, %", "right"), ("faster", "right")):
