@@ -87,11 +87,13 @@ def cache_dir() -> pathlib.Path:
     written."""
     env = os.environ.get("MICROKERNEL_CACHE_DIR")
     if env:
-        path = pathlib.Path(env)
+        path = pathlib.Path(env).expanduser()
     else:
         import platformdirs
         path = pathlib.Path(platformdirs.user_cache_dir("microkernel"))
     try:
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(f"not a directory: {path}")
         path.mkdir(parents=True, exist_ok=True)
         if not os.access(path, os.W_OK | os.X_OK):
             raise PermissionError(f"not writable: {path}")

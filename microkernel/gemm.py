@@ -230,7 +230,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         Any 2-D views: transposed, sliced, negative strides, unaligned. bfloat16
         (``ml_dtypes.bfloat16``), float16, int8 and uint8 inputs go to
         :func:`microkernel.gemm_typed.gemm_typed` (float32 C, or int32 C for integers;
-        :mod:`microkernel.dtypes` has the pairs, accumulators and error bounds).
+        :mod:`microkernel.dtypes` has the pairs, accumulators and error bounds; the
+        AVX512-BF16 tiles read bf16 denormals as zero, as vdpbf16ps does).
     C : ndarray, float32, shape (m, n), optional
         Updated in place and returned. None: a new array (then beta must be 0). Its
         elements must be distinct in memory and apart from A's and B's.
@@ -264,7 +265,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     IsaUnavailableError, TileError
         From kernel selection (see ``microkernel.get_kernel``).
     """
-    if (type(A) is np.ndarray and type(B) is np.ndarray
+    if (isinstance(A, np.ndarray) and isinstance(B, np.ndarray)   # (memmaps included)
             and not (A.dtype is _F32 and B.dtype is _F32)      # the fast test first
             and (A.dtype != _F32 or B.dtype != _F32)):
         from .gemm_typed import gemm_typed                   # bf16, fp16, int8 inputs

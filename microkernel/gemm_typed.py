@@ -112,6 +112,9 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     """
     from .gemm import _check_output, _check_rc, _dims, _driver
     from .threads import check_count, threads_for
+    if all(isinstance(x, np.ndarray) and x.dtype == np.float32 for x in (A, B)):
+        raise TypeError("gemm_typed() takes bf16, fp16 and int8 / uint8 inputs; for float32 "
+                        "A and B call microkernel.gemm")
     t = dtypes.types_of(A.dtype if isinstance(A, np.ndarray) else np.asarray(A).dtype,
                         B.dtype if isinstance(B, np.ndarray) else np.asarray(B).dtype)
     _check("A", A, t.dtype("a"))

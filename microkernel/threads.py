@@ -104,9 +104,28 @@ def threads_for(m: int, n: int, k: int) -> int:
     return t
 
 
+#: environment variables the C driver reads once with getenv, and the values it honours
+#: (any other value would be ignored there without a word)
+DRIVER_ENV = {"MICROKERNEL_POOL": ("0", "1"), "MICROKERNEL_THREADING": ("slices", "team"),
+              "MICROKERNEL_TEAM_GRID": ("rows", "square")}
+
+
+def check_driver_env() -> None:
+    """ValueError naming the variable and its values when one of :data:`DRIVER_ENV` is
+    set to something the driver would ignore (``Team``, ``off``, ...); unset or empty is
+    the default."""
+    for var, values in DRIVER_ENV.items():
+        v = os.environ.get(var, "")
+        if v and v not in values:
+            raise ValueError(f"{var}={v!r} is not one of {', '.join(values)} (the C driver "
+                             f"reads exactly these; unset it for the default)")
+
+
 def prepare_runtime() -> None:
     """Before the first kernel module (and libgomp) loads: GOMP_SPINCOUNT=SPIN_COUNT
-    unless the user chose a wait policy (see the module docstring)."""
+    unless the user chose a wait policy (see the module docstring). Raises ValueError
+    for a driver variable the driver would ignore (:func:`check_driver_env`)."""
+    check_driver_env()
     if _RUNTIME:
         return
     preloaded = _libgomp_loaded()
@@ -164,10 +183,12 @@ class MicrokernelController(LibController):
         return default_threads()
 
     def set_num_threads(self, num_threads):
+        # clamped, not refused: threadpoolctl has set the other libraries already and
+        # would not restore them after an exception here
+        n = None if num_threads is None else min(max(int(num_threads), 1), max_threads())
         _LIMIT[0] = None
-        if num_threads is not None and int(num_threads) != default_threads():
-            # (restoring the unlimited value clears it)
-            _LIMIT[0] = check_count(int(num_threads), "threadpoolctl's limit")
+        if n is not None and n != default_threads():
+            _LIMIT[0] = n                   # (restoring the unlimited value clears it)
 
     def get_version(self):
         from . import __version__

@@ -398,3 +398,36 @@ def test_template_does_not_overwrite_a_file_unless_forced(tmp_path, capsys):
     assert "the file exists" in capsys.readouterr().err and mine.read_text() == "/* my kernel */"
     assert main(["template", "scalar_4x4", "-o", str(mine), "--force"]) == 0
     assert "mk_ukernel_scalar_4x4" in mine.read_text()
+
+
+def test_second_hunt_refusals(tmp_path, capsys, monkeypatch):
+    """Values the C driver would ignore, a cache path that is a file, a template that a
+    bad MICROKERNEL_ISA stops before it writes, cross options that would prove nothing."""
+    from microkernel import threads
+    for var, bad in (("MICROKERNEL_THREADING", "Team"), ("MICROKERNEL_POOL", "off"),
+                     ("MICROKERNEL_TEAM_GRID", "SQUARE")):
+        monkeypatch.setenv(var, bad)
+        with pytest.raises(ValueError, match=f"{var}='{bad}' is not one of"):
+            threads.check_driver_env()
+        monkeypatch.delenv(var)
+    threads.check_driver_env()
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("MICROKERNEL_CACHE_DIR", str(tmp_path / "file"))
+    from microkernel import build
+    with pytest.raises(OSError, match="not a directory"):
+        build.cache_dir()
+    monkeypatch.delenv("MICROKERNEL_CACHE_DIR")
+    monkeypatch.setenv("MICROKERNEL_ISA", "junk")
+    out = tmp_path / "t.c"
+    assert main(["template", "scalar_4x4", "-o", str(out)]) == 2 and not out.exists()
+    monkeypatch.delenv("MICROKERNEL_ISA")
+    capsys.readouterr()
+    for argv, message in ((["--kernels", "neon_4x16", "--seed", "-1"], "--seed: expected an integer >= 0"),):
+        with pytest.raises(SystemExit):
+            main(["cross", *argv])
+        assert message in capsys.readouterr().err
+
+
+def test_cross_refuses_sme_at_no_power_of_two(capsys):
+    assert main(["cross", "--kernels", "sme_1x4v", "--vl", "384", "--quick"]) == 2
+    assert "SME runs at powers of two only" in capsys.readouterr().err

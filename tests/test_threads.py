@@ -193,3 +193,18 @@ def test_the_flows_pool_serves_two_callers_at_once_and_a_forked_child():
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     line = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")][-1]
     assert json.loads(line[len("RESULT "):]) == [[], 0]
+
+
+def test_threadpoolctl_limits_are_clamped_and_nest():
+    """threadpoolctl sets every library before ours: a limit out of range is clamped
+    (an exception would leave the others changed), and an inner limit does not clear the
+    outer one."""
+    import threadpoolctl
+    from microkernel.threads import default_threads, max_threads
+    with threadpoolctl.threadpool_limits(1, user_api="microkernel"):
+        with threadpoolctl.threadpool_limits(0, user_api="microkernel"):
+            assert default_threads() == 1
+        assert default_threads() == 1
+        with threadpoolctl.threadpool_limits(10 ** 6, user_api="microkernel"):
+            assert default_threads() == max_threads()
+        assert default_threads() == 1

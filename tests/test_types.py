@@ -138,3 +138,16 @@ def test_typed_fuzz(types, m, n, k, transposed, alpha, beta):
     ref, bound = validate.reference(A, B, C0, a, beta, types)
     ok, ratio, _, detail = validate.check(C, ref, bound)
     assert ok, detail
+
+
+def test_typed_entry_points_route_float32_and_memmaps(tmp_path):
+    """gemm_typed on float32 says to call gemm(); a memmap of bf16 goes the typed way."""
+    import ml_dtypes
+    import microkernel as mk
+    from microkernel.gemm_typed import gemm_typed
+    A = np.ones((4, 4), np.float32)
+    with pytest.raises(TypeError, match="call microkernel.gemm"):
+        gemm_typed(A, A)
+    mm = np.memmap(tmp_path / "a.bin", dtype=ml_dtypes.bfloat16, mode="w+", shape=(4, 4))
+    mm[:] = 1
+    assert (mk.gemm(mm, np.ones((4, 4), ml_dtypes.bfloat16)) == 4).all()

@@ -17,6 +17,17 @@ from .common import Progress, positive_float, positive_int
 __all__ = ["add_arguments", "run", "main"]
 
 
+def nonneg_int(text: str) -> int:
+    """argparse type: an integer >= 0 (numpy's generator seeds)."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
 def _int_list(text: str) -> tuple[int, ...]:
     """argparse type: SVE vector lengths in bits, ``128,256``."""
     try:
@@ -52,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="reduced catalogue: one case per M/N remainder, no 'medium'")
     parser.add_argument("--jobs", type=positive_int, default=None,
                         help="qemu processes at a time (default: CPUs, at most one per config)")
-    parser.add_argument("--seed", type=int, default=0, help="operand seed")
+    parser.add_argument("--seed", type=nonneg_int, default=0, help="operand seed (>= 0)")
     parser.add_argument("--timeout", type=positive_float, default=600.0,
                         help="seconds per emulated run (default 600)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -148,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
     neon_cpu = None if str(args.neon_cpu).lower() in ("", "none", "off") else args.neon_cpu
     try:
         specs = check_specs([s.strip() for s in args.kernels.split(",") if s.strip()])
+        sme = [sp.name for sp in specs if sp.isa == "sme"]
+        if sme and not any(v & (v - 1) == 0 for v in args.vl):
+            raise ValueError(f"--vl {','.join(map(str, args.vl))}: SME runs at powers of two "
+                             f"only, so {', '.join(sme)} would run nowhere; add one (e.g. 512)")
         with Progress() as progress:
             rep = cross_validate(specs, args.vl, neon_cpu,
                                  refusal=not getattr(args, "no_refusal_cpus", False),

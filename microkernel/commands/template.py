@@ -122,11 +122,12 @@ def run(args) -> int:
     if path is None:
         sys.stdout.write(text)
     else:
-        path.write_text(text)
         from ..dispatch import usable_isas
         from ..tile import TileSpec
         isa = TileSpec.from_name(args.name).isa
-        if isa in usable_isas():
+        runs_here = isa in usable_isas()     # (a bad MICROKERNEL_ISA fails before the write)
+        path.write_text(text)
+        if runs_here:
             print(f"wrote {path}: validate it with `microkernel validate --kernel {args.name} "
                   f"--source {path}`", file=sys.stderr)
         else:

@@ -147,6 +147,9 @@ def plan_mma(spec_or_name, precision: str = "f16", *, vector_bits: int | None = 
     mr, nr = spec.mr, spec.nr_at(bits)
     acc = mr * nr
     notes = []
+    if spec.types not in ("f32", precision):
+        notes.append(f"{spec.name} takes {spec.types} inputs; this port takes its MR x NR "
+                     f"tile only and computes in {precision} (--mma sets the inputs)")
     frags = -(-acc // 4)
     if frags * 4 != acc:
         notes.append(f"{acc} accumulators is not a multiple of 4: rounded up to {frags} "

@@ -189,6 +189,9 @@ def plan(spec_or_name, *, vector_bits: int | None = None, threads: int = 256,
         bits = vector_bits or SVE_BITS
     mr, nr = spec.mr, spec.nr_at(bits)
     notes = []
+    if spec.types != "f32":
+        notes.append(f"{spec.name} takes {spec.types} inputs; the SIMT port is fp32 (its "
+                     f"MR x NR register tile only): --mma f16 / bf16 for tensor cores")
     tm, tn = mr, nr
     budget = SM90.max_regs_per_thread - REG_MARGIN
     if warp not in ("auto", None) and not (isinstance(warp, (tuple, list))
