@@ -421,7 +421,7 @@ if [ "${1:-}" = template ]; then
              $(python3 -m microkernel list --names --isa avx512fp16) \
              $(python3 -m microkernel list --names --isa avx512vnni) \
              $(python3 -m microkernel list --names --isa amx) avx512_s8s8_8x32; do
-      run python3 -m microkernel template "$t" -o "/tmp/tpl_$t.c"
+      run python3 -m microkernel template "$t" -o "/tmp/tpl_$t.c" --force
       run python3 -m microkernel validate --kernel "$t" --source "/tmp/tpl_$t.c"
     done
     run python3 -m pytest -q -p no:cacheprovider tests/test_template.py tests/test_source_variant.py

@@ -125,8 +125,8 @@ def _typed_contenders(entries, problems, *, threads, peers, seed, check, types, 
 def _checked(progress, p, problems) -> None:
     """Tell ``progress`` (a callable taking a line, or None) that problem p was checked."""
     if progress is not None:
-        progress(f"checked {problems.index(p) + 1} of {len(problems)} shapes against "
-                 f"float64 ({p.label})")
+        i = next(i for i, q in enumerate(problems) if q is p)
+        progress(f"checked {i + 1} of {len(problems)} shapes against float64 ({p.label})")
 
 
 def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),

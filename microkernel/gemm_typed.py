@@ -17,6 +17,7 @@ import numbers
 import numpy as np
 
 from . import dtypes
+from .gemm import not_masked
 
 __all__ = ["gemm_typed", "kernel_for", "default_kernel"]
 
@@ -72,7 +73,6 @@ def _check_kernel_types(k, t) -> None:
 def _check(name: str, x, dtype: np.dtype) -> None:
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
-    from .gemm import not_masked
     not_masked(name, x)
     if x.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got {x.ndim}-D with shape {x.shape}")
@@ -112,7 +112,8 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     """
     from .gemm import _check_output, _check_rc, _dims, _driver
     from .threads import check_count, threads_for
-    if all(isinstance(x, np.ndarray) and x.dtype == np.float32 for x in (A, B)):
+    if (isinstance(A, np.ndarray) and isinstance(B, np.ndarray)
+            and A.dtype == np.float32 and B.dtype == np.float32):
         raise TypeError("gemm_typed() takes bf16, fp16 and int8 / uint8 inputs; for float32 "
                         "A and B call microkernel.gemm")
     t = dtypes.types_of(A.dtype if isinstance(A, np.ndarray) else np.asarray(A).dtype,
@@ -134,7 +135,7 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         _check_output(C, A, B, m, n)
     if threads is None:
         threads = threads_for(m, n, k)
-    else:
+    elif type(threads) is not int or not 1 <= threads <= 64:
         threads = check_count(threads)
     if m == 0 or n == 0:
         return C

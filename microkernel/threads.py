@@ -6,7 +6,8 @@
   :class:`MicrokernelController` makes our pool visible to threadpoolctl). A problem
   too small to pay for waking a team (fewer than :data:`MACS_PER_THREAD`
   multiply-adds per thread) gets fewer threads, down to one, when the caller did not
-  ask for a number.
+  ask for a number. Any count is at most :func:`max_threads` (8 per CPU, at least 64):
+  :func:`check_count` refuses more, and a threadpoolctl limit is clamped to it.
 * **Waiting**: libgomp's idle workers spin before they sleep, 300,000 iterations by
   default (GOMP_SPINCOUNT; libgomp manual, "GOMP_SPINCOUNT"), milliseconds of a core
   after every call that another library's threads (OpenBLAS, PyTorch's OpenMP) then
@@ -180,7 +181,10 @@ class MicrokernelController(LibController):
     filename_prefixes = ("_mk_",)
 
     def get_num_threads(self):
-        return default_threads()
+        try:
+            return default_threads()
+        except ValueError:              # a bad $MICROKERNEL_NUM_THREADS: gemm() says so
+            return None
 
     def set_num_threads(self, num_threads):
         # clamped, not refused: threadpoolctl has set the other libraries already and

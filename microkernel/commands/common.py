@@ -313,21 +313,34 @@ def run_source_child(argv, label: str, con, *, capture: bool, timeout: float | N
 def sources_pass_catalogue(kernels, con) -> bool:
     """Correct before fast: each of ``kernels`` built from a user's C file (``@SOURCE``)
     runs the whole edge catalogue first, in a child process (:func:`run_source_child`:
-    a crash or a hang of the user's code is reported, not suffered); False (after
-    printing the first failure of the first that fails) when one fails, so that the
-    caller exits 1 before timing anything."""
+    a crash or a hang of the user's code is reported, not suffered, and the child's
+    verdict stands); False (after printing the first failure of the first that fails)
+    when one fails, so that the caller exits 1 before timing anything."""
     from .. import validate
     for k in kernels:
         if k.source is None:
             continue
         if not in_source_child():
+            con.print(f"{k.label}: edge catalogue (in a child process) ...")
             res = run_source_child(["validate", "--kernel", k.spec.name, "--source",
                                     str(k.source), "--json"], k.label, con, capture=True)
             if res is None:
                 return False
-            if res.returncode == 0:
-                con.print(f"{k.label}: edge catalogue passed")
-                continue
+            try:
+                rep = json.loads(res.stdout)[0] if res.returncode in (0, 1) else None
+            except (ValueError, IndexError, KeyError):
+                rep = None
+            if rep is None:
+                con.print(f"[red]{k.label}[/red]: the catalogue's child process failed "
+                          f"(exit {res.returncode}): {res.stderr.strip()[-600:]}")
+                return False
+            if rep["failed"]:
+                f = rep["failures"][0]
+                con.print(f"[red]{k.label}[/red]: {rep['failed']} edge-catalogue case(s) "
+                          f"failed, first {f['case']}: {f['detail']}")
+                return False
+            con.print(f"{k.label}: edge catalogue passed")
+            continue
         bad = [r for r in validate.run_catalogue(k) if not r.ok]
         if bad:
             con.print(f"[red]{k.label}[/red]: {len(bad)} edge-catalogue case(s) failed, "
