@@ -80,6 +80,11 @@
 #                                      at 16 threads on 4096 and 6144
 #   bash bench/device_cpu.sh units     the units' NC / chunks / parts raced at 16 threads, then
 #                                      the scaling at 4096 alone (default and NC = 4096)
+#   bash bench/device_cpu.sh recheck [REV] after a driver change made off this host: the catalogue of
+#                                      every typed tile and every AVX-512 kernel, the typed /
+#                                      thread / C-stationary / fuzz tests, this tree's driver
+#                                      raced against REV's (AMX bf16 on CPU 9, the f32 default
+#                                      at 16 threads), `bench` of AMX bf16 at 4096 beside torch
 #   bash bench/device_cpu.sh chunks    the team's units per thread raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
@@ -261,6 +266,28 @@ if [ "${1:-}" = overhead ]; then
     run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel $d --sizes 4096 \
         --rounds 9 --peers torch --json "$OUT/overhead_bench_cpu9.json"
   } 2>&1 | tee "$OUT/device_overhead.log"
+  exit 0
+fi
+if [ "${1:-}" = recheck ]; then
+  # the driver split into its parts (b754086) and the bad-input checks were made on a
+  # machine without AVX-512 or AMX: every kernel this host runs through the catalogue and
+  # the tests, then the split driver raced against REV's (default d7376d4, the one file;
+  # carry what `python bench/driver_ab.py --rev REV --write .amxvar/driver_REV` writes)
+  rev=${2:-d7376d4}
+  typed=$(python3 -c "from microkernel import registry; print(' '.join(x.name for x in registry.DEVICE_TYPED))")
+  {
+    run mk probe
+    for t in $typed; do run mk validate --kernel $t; done
+    MICROKERNEL_ISA=avx512 run mk validate
+    run python3 -m pytest -q -p no:cacheprovider tests/test_types.py tests/test_x86_typed.py \
+        tests/test_threads.py tests/test_cstat.py tests/test_fuzz.py
+    run taskset -c 9 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
+        --kernel amx_bf16_32x32 --sizes 2048,4096 --rounds 5 --json "$OUT/split_amx_bf16_cpu9.json"
+    run env OMP_NUM_THREADS=16 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
+        --kernel "$(f32)" --threads 16 --sizes 1024,2048,4096 --rounds 5 --json "$OUT/split_f32_16t.json"
+    run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
+        --sizes 4096 --rounds 7 --peers torch --json "$OUT/split_bench_cpu9.json"
+  } 2>&1 | tee "$OUT/device_recheck.log"
   exit 0
 fi
 if [ "${1:-}" = driverab ]; then

@@ -42,6 +42,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             mod = importlib.import_module(f"microkernel.commands.{name}")
         except ImportError as exc:
             msg = str(exc)
+            # --help says so too (the parser has none of the command's options)
+            p.description = f"unavailable here ({msg}): install the package's dependencies"
             p.set_defaults(func=lambda a, msg=msg, name=name: _missing(name, msg))
             continue
         mod.add_arguments(p)
@@ -58,10 +60,15 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
-    from .build import BuildError
-    from .commands.common import UsageError
-    from .dispatch import IsaUnavailableError
-    from .tile import TileError
+    try:
+        from .build import BuildError
+        from .commands.common import UsageError
+        from .dispatch import IsaUnavailableError
+        from .tile import TileError
+    except ImportError as exc:   # run from a source tree whose dependencies are not installed
+        print(f"microkernel: {exc}: install the package (pip install -e .) or run "
+              f"scripts/setup.sh", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:

@@ -395,10 +395,15 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     """A static ranking for an ISA this machine need not run: each candidate is
     generated and compiled (not executed), its inner K loop read from the object code,
     and llvm-mca (``-mcpu``, default per ISA) predicts cycles per k step. Ranked by
-    predicted FMA-unit utilisation = (FMAs per k / FMA units) / predicted cycles per k,
-    tiles whose K loop spills after all that do not.
+    predicted flops per cycle = the tile's flops per k step / predicted cycles per k
+    step, tiles whose K loop spills after all that do not; within one ISA and input
+    types that is the order of the predicted FMA-unit utilisation = (FMAs per k / FMA
+    units) / predicted cycles per k, which a row gives only where the object code holds
+    the model's FMA instructions (``fmas_in_code``): a scalar tile's C is compiled into
+    SSE multiplies and adds on x86-64, which no scalar FMA peak describes.
     Returns a dict with ``rows`` (name, registers, spills, predicted cycles per k,
-    predicted utilisation), ``mcpu``, ``notes`` (as :func:`sweep`'s) and ``predicted: True``.
+    predicted flops per cycle, predicted utilisation or None), ``mcpu``, ``notes`` (as
+    :func:`sweep`'s) and ``predicted: True``.
 
     Raises SweepError when no tile is a candidate or no tile could be analysed (the
     message names what is missing, e.g. llvm-mca or the cross compiler).
@@ -414,15 +419,19 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
         row = {"name": spec.name, "mr": spec.mr, "nr": spec.nr, "k_unroll": spec.k_unroll,
                "registers": f"{b.needed}/{b.available}", "is_default": spec == default,
                "spills": None, "predicted_cycles_per_k": None, "fmas_per_k":
-               b.accumulators, "predicted_utilisation": None, "error": ""}
+               b.accumulators, "fmas_in_code": None, "predicted_flops_per_cycle": None,
+               "predicted_utilisation": None, "error": ""}
         try:
             rep = analysis_report.report(spec, measure=False, mcpu=mcpu)
             row["spills"] = rep.get("spills")
             cyc = rep.get("predicted_cycles_per_k")
             row["predicted_cycles_per_k"] = cyc
             row["mcpu"] = (rep.get("mca") or {}).get("mcpu")
+            row["fmas_in_code"] = rep.get("fmas_per_k")
             if cyc:
-                row["predicted_utilisation"] = (row["fmas_per_k"] / spec.info.fma_units) / cyc
+                row["predicted_flops_per_cycle"] = rep["expected"]["flops_per_k"] / cyc
+                if row["fmas_in_code"] == row["fmas_per_k"]:
+                    row["predicted_utilisation"] = (row["fmas_per_k"] / spec.info.fma_units) / cyc
             elif rep.get("mca_missing") or rep.get("mca_error"):
                 row["error"] = rep.get("mca_missing") or rep.get("mca_error")
         except Exception as exc:  # noqa: BLE001 - one tile's failure is a row
@@ -433,7 +442,13 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
         raise SweepError(f"no {isa} tile could be analysed: {errors[0] if errors else rows[0]['error']}")
     # a tile that spills is ranked after every one that does not: llvm-mca's model
     # absorbs the stack traffic, a real core's load ports and store forwarding do not
-    rows.sort(key=lambda r: (bool(r["spills"]), -(r["predicted_utilisation"] or -1)))
+    rows.sort(key=lambda r: (bool(r["spills"]), -(r["predicted_flops_per_cycle"] or -1)))
+    if any(r["predicted_flops_per_cycle"] and r["predicted_utilisation"] is None for r in rows):
+        notes = list(notes) + [
+            "FMA use not given where the object code does not hold the model's FMA "
+            "instructions (for scalar C on x86-64 the compiler emits SSE multiplies and "
+            "adds, and the register count is the model's, of scalars): those rows are "
+            "ranked by predicted flops per cycle alone"]
     mc = next((r.get("mcpu") for r in rows if r.get("mcpu")), mcpu)
     return {"isa": isa, "types": types, "predicted": True, "mcpu": mc, "rows": rows,
             "notes": notes,

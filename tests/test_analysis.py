@@ -707,3 +707,24 @@ def test_run_asm_source_is_read(tmp_path, capsys):
     assert asm_cmd.run(_args("sve_8x2v", "--no-measure", "--json", "--source", str(src))) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["source"] == str(src) and rep["loop"]["per_k"]["fmas"] == 16
+
+
+@needs_mca
+def test_sweep_predicted_scalar_has_no_fma_use_above_the_peak():
+    """Scalar C on x86-64 compiles to SSE multiplies and adds (no FMA instruction, 4
+    lanes): a scalar FMA peak does not describe it, so no FMA use is given (it read
+    123% before), and the rows are ranked by predicted flops per cycle. An AVX2 tile's
+    code holds the model's FMAs: its use is given, and below 100%."""
+    from microkernel.sweep import predicted
+    res = predicted("scalar", mrs=[4, 8], nrs=[2, 4])
+    assert all(r["predicted_utilisation"] is None for r in res["rows"]), res["rows"]
+    fpc = [r["predicted_flops_per_cycle"] for r in res["rows"] if not r["spills"]]
+    assert fpc == sorted(fpc, reverse=True) and all(x > 0 for x in fpc)
+    assert any("FMA use not given" in n for n in res["notes"])
+    res = predicted("avx2", mrs=[4], nrs=[24])
+    row = next(r for r in res["rows"] if r["name"] == "avx2_4x24")
+    assert row["fmas_in_code"] == row["fmas_per_k"] == 12
+    assert 0.5 < row["predicted_utilisation"] <= 1.0
+    assert row["predicted_flops_per_cycle"] == pytest.approx(
+        192 / row["predicted_cycles_per_k"])
+    assert not any("FMA use not given" in n for n in res["notes"])

@@ -21,6 +21,9 @@ def test_list_and_validate(capsys):
     assert main(["list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {r["name"] for r in rows} >= {"avx512_8x16", "avx2_6x16", "scalar_4x4"}
+    assert main(["list", "--names", "--json", "--isa", "scalar"]) == 0     # JSON, not lines
+    names = json.loads(capsys.readouterr().out)
+    assert "scalar_4x4" in names and all(n.startswith("scalar_") for n in names)
     assert main(["validate", "--kernel", "scalar_4x4", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep[0]["kernel"] == "scalar_4x4" and rep[0]["cases"] > 40 and rep[0]["failed"] == 0
@@ -431,3 +434,24 @@ def test_second_hunt_refusals(tmp_path, capsys, monkeypatch):
 def test_cross_refuses_sme_at_no_power_of_two(capsys):
     assert main(["cross", "--kernels", "sme_1x4v", "--vl", "384", "--quick"]) == 2
     assert "SME runs at powers of two only" in capsys.readouterr().err
+
+
+def test_a_dependency_missing_is_a_message_not_a_traceback(tmp_path):
+    """From a source tree without the package's dependencies (rich here), `--help` of a
+    command says it is unavailable and why, and running one exits 2 with the missing
+    module named: before, --help showed an empty parser and a run a traceback."""
+    import subprocess
+    import sys
+    import pathlib
+    blocker = tmp_path / "rich"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text("raise ImportError(\"No module named 'rich'\")\n")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "microkernel", "bench", "--help"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0 and "unavailable here (No module named 'rich')" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "microkernel", "bench"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "No module named 'rich'" in r.stderr and "pip install -e ." in r.stderr

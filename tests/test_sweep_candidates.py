@@ -101,3 +101,22 @@ def test_max_shapes_help_says_what_it_keeps(capsys):
     assert ("at most this many enumerated tile shapes (default 16): those using the most "
             "registers, one per vector width first; gemm()'s default tile is raced beside "
             "them unless --mr/--nr narrow the search") in text
+
+
+def test_predict_names_the_race_options_it_ignores(monkeypatch, capsys):
+    """--rounds, --threads, ... time a race; a predicted ranking runs none, and says so
+    (it ignored them silently before). Defaults given explicitly are not named."""
+    from microkernel import sweep as sw
+    res = {"isa": "avx2", "types": "f32", "predicted": True, "mcpu": "znver3", "leader":
+           "avx2_4x16", "default": None, "notes": [],
+           "rows": [{"name": "avx2_4x16", "registers": "11/16", "spills": 0, "fmas_per_k": 8,
+                     "predicted_cycles_per_k": 5.0, "predicted_flops_per_cycle": 25.6,
+                     "predicted_utilisation": 0.8, "is_default": False, "error": ""}]}
+    monkeypatch.setattr(sw, "predicted", lambda *a, **k: res)
+    assert main(["sweep", "--isa", "avx2", "--predict", "--rounds", "9", "--threads", "2",
+                 "--workload", "square", "--budget", "110"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "note: --workload, --threads, --rounds ignored: a predicted ranking times nothing" in out
+    assert "--budget" not in out.split("ignored")[0]
+    assert main(["sweep", "--isa", "avx2", "--predict"]) == 0
+    assert "ignored" not in capsys.readouterr().out

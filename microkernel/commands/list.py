@@ -14,7 +14,8 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(p) -> None:
     p.add_argument("--isa", help="only this ISA's tiles")
     p.add_argument("--names", action="store_true",
-                   help="print only the names, one per line (for scripts)")
+                   help="print only the names, one per line (for scripts; with --json a "
+                   "JSON list)")
     p.add_argument("--json", action="store_true")
 
 
@@ -40,6 +41,9 @@ def run(args) -> int:
     heads = {"name": "name", "isa": "isa", "mr": "MR", "nr": "NR", "k_unroll": "k-unroll",
              "registers": "regs", "runnable_here": "runs here", "default": "default",
              "source": "source"}
+    if args.names and args.json:
+        print(json.dumps([r["name"] for r in rows]))
+        return 0
     if args.names:
         print("\n".join(r["name"] for r in rows))
         return 0

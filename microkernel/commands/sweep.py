@@ -67,6 +67,21 @@ def add_arguments(p) -> None:
                         "--budget, --margin, --min-time, --json")
 
 
+def _race_options_given(args) -> list[str]:
+    """The options of the measured race that differ from their defaults (the parser's),
+    named as the user typed them: a predicted ranking uses none of them."""
+    from argparse import ArgumentParser
+    p = ArgumentParser(add_help=False)
+    add_arguments(p)
+    return [a.option_strings[-1] for a in p._actions
+            if a.dest in _RACE_DESTS and getattr(args, a.dest, a.default) != a.default]
+
+
+#: the measured race's options (parser dests)
+_RACE_DESTS = ("workload", "scale", "threads", "margin", "budget", "rounds", "min_time",
+               "peers", "blocking")
+
+
 def _check(args):
     """Every argument problem, before any work (UsageError names the argument)."""
     if args.isa is not None and args.isa not in ISAS:
@@ -112,6 +127,9 @@ def run(args) -> int:
                          f"{dtype}")
     con = console()
     if args.predict or isa not in usable_isas():
+        ignored = _race_options_given(args)
+        if ignored:
+            con.print(f"note: {', '.join(ignored)} ignored: a predicted ranking times nothing")
         with Progress() as progress:
             res = predicted(isa, mrs=args.mr, nrs=args.nr, max_shapes=args.max_shapes,
                             mcpu=args.mcpu, progress=progress, types=dtype)
@@ -119,6 +137,9 @@ def run(args) -> int:
             res["why"] = f"this machine cannot run {isa} (probe: {', '.join(usable_isas())})"
         _print_predicted(con, res)
     else:
+        if args.mcpu is not None:
+            con.print(f"note: --mcpu ignored: {isa} runs here, so the ranking is measured "
+                      f"(--predict for llvm-mca's)")
         with Progress() as progress:
             res = sweep(isa, mrs=args.mr, nrs=args.nr, workload=args.workload,
                         scale=args.scale, threads=args.threads, max_shapes=args.max_shapes,
@@ -287,15 +308,18 @@ def _print_predicted(con, res) -> None:
               f"from their generated code by llvm-mca -mcpu={res['mcpu']}"
               + (f"; {res['why']}" if res.get("why") else ""))
     _print_notes(con, res)
-    t = _table("predicted ranking: FMA-unit use = (FMAs per k / FMA units) / predicted "
-               "cycles per k", [("#", "right"), ("tile", "left"), ("regs", "right"),
-                                ("spills", "right"), ("FMAs/k", "right"),
-                                ("cycles/k (pred.)", "right"), ("FMA use (pred.)", "right"),
-                                ("", "left")])
+    t = _table("predicted ranking by flops per cycle; FMA-unit use = (FMAs per k / FMA "
+               "units) / predicted cycles per k", [
+                   ("#", "right"), ("tile", "left"), ("regs", "right"), ("spills", "right"),
+                   ("FMAs/k", "right"), ("cycles/k (pred.)", "right"),
+                   ("flops/cycle (pred.)", "right"), ("FMA use (pred.)", "right"),
+                   ("", "left")])
     for i, r in enumerate(res["rows"], 1):
+        fpc = r.get("predicted_flops_per_cycle")
         t.add_row(str(i), r["name"], r["registers"],
                   "-" if r["spills"] is None else str(r["spills"]), str(r["fmas_per_k"]),
                   f"{r['predicted_cycles_per_k']:.2f}" if r["predicted_cycles_per_k"] else "-",
+                  f"{fpc:.1f}" if fpc else "-",
                   f"{100 * r['predicted_utilisation']:.0f}%" if r["predicted_utilisation"] else "-",
                   ("default " if r["is_default"] else "") + (r["error"] or ""))
     con.print(t)
@@ -316,11 +340,11 @@ def plot(res: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     if res.get("predicted"):
-        rows = [r for r in res["rows"] if r["predicted_utilisation"]]
+        rows = [r for r in res["rows"] if r.get("predicted_flops_per_cycle")]
         fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.5))
         ax.barh([r["name"] for r in rows][::-1],
-                [100 * r["predicted_utilisation"] for r in rows][::-1], color="tab:orange")
-        ax.set_xlabel(f"predicted FMA-unit use, % (llvm-mca -mcpu={res['mcpu']})")
+                [r["predicted_flops_per_cycle"] for r in rows][::-1], color="tab:orange")
+        ax.set_xlabel(f"predicted flops per cycle (llvm-mca -mcpu={res['mcpu']})")
         ax.set_title(f"PREDICTED {res['isa']} ranking; leader {res['leader']}", fontsize=9)
     else:
         rows = [r for r in res["rows"] if r["vs_leader"]]
