@@ -65,7 +65,8 @@ def main(argv=None) -> int:
         from .commands.common import UsageError
         from .dispatch import IsaUnavailableError
         from .tile import TileError
-    except ImportError as exc:   # run from a source tree whose dependencies are not installed
+    except ImportError as exc:   # a source tree without the commands' dependencies (rich);
+        # numpy and cffi, which the package itself imports, fail before main() runs
         print(f"microkernel: {exc}: install the package (pip install -e .) or run "
               f"scripts/setup.sh", file=sys.stderr)
         return 2

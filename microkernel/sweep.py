@@ -412,7 +412,7 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     progress = progress or (lambda text: None)
     types = types or ISAS[isa].implied or ISAS[isa].types[0]
     specs, default, notes = _ranked_specs(isa, types, mrs, nrs, max_shapes)
-    rows, errors = [], []
+    rows, errors, model_notes = [], [], []
     for spec in specs:
         progress(f"{spec.name}: compile and read the inner loop")
         b = register_budget(spec)
@@ -428,7 +428,13 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
             row["predicted_cycles_per_k"] = cyc
             row["mcpu"] = (rep.get("mca") or {}).get("mcpu")
             row["fmas_in_code"] = rep.get("fmas_per_k")
-            if cyc:
+            for n in rep.get("notes") or ():     # e.g. AMX: llvm-mca has no TMUL timings
+                if n not in model_notes:
+                    model_notes.append(n)
+            code_flops = ((rep.get("loop") or {}).get("per_k") or {}).get("flops")
+            if cyc and code_flops == 0:
+                row["error"] = "no mul/add counted: not ranked"
+            elif cyc:
                 row["predicted_flops_per_cycle"] = rep["expected"]["flops_per_k"] / cyc
                 if row["fmas_in_code"] == row["fmas_per_k"]:
                     row["predicted_utilisation"] = (row["fmas_per_k"] / spec.info.fma_units) / cyc
@@ -443,6 +449,20 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     # a tile that spills is ranked after every one that does not: llvm-mca's model
     # absorbs the stack traffic, a real core's load ports and store forwarding do not
     rows.sort(key=lambda r: (bool(r["spills"]), -(r["predicted_flops_per_cycle"] or -1)))
+    if all(r["predicted_flops_per_cycle"] is None for r in rows):
+        raise SweepError(f"no {isa} {types} tile could be ranked: no multiply or add "
+                         f"counted in the loop read as the K loop (SSE integer code, as "
+                         f"the compiler makes of scalar integer C, is not counted)"
+                         if any(r["error"].startswith("no mul/add") for r in rows) else
+                         f"no {isa} {types} tile could be ranked: {rows[0]['error']}")
+    if any(r["error"].startswith("no mul/add") for r in rows):
+        notes = list(notes) + ["'no mul/add counted': the loop read as the K loop holds "
+                               "no multiply or add the counts know (SSE integer code is "
+                               "not counted), so the row is not ranked"]
+    notes = list(notes) + model_notes
+    if any(s.is_vla for s in specs):
+        notes.append("flops per cycle of scalable tiles count vectors (VL/32 fp32 lanes "
+                     "each), as the code's counts do")
     if any(r["predicted_flops_per_cycle"] and r["predicted_utilisation"] is None for r in rows):
         notes = list(notes) + [
             "FMA use not given where the object code does not hold the model's FMA "

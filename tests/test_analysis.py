@@ -728,3 +728,16 @@ def test_sweep_predicted_scalar_has_no_fma_use_above_the_peak():
     assert row["predicted_flops_per_cycle"] == pytest.approx(
         192 / row["predicted_cycles_per_k"])
     assert not any("FMA use not given" in n for n in res["notes"])
+
+
+@needs_mca
+def test_sweep_predicted_says_what_it_cannot_predict():
+    """Scalar integer C compiles to SSE integer code that the counts do not know: no row
+    is ranked on a flop count of 0 (scalar_s8s8_32x8 led with '63.9 flops/cycle' of a
+    loop that held no multiply), the sweep says why. AMX: llvm-mca has no TMUL timings,
+    and the sweep's notes say so beside its figures."""
+    from microkernel.sweep import SweepError, predicted
+    with pytest.raises(SweepError, match="SSE integer code"):
+        predicted("scalar", mrs=[4, 8], nrs=[4, 8], types="s8s8")
+    res = predicted("amx", mrs=[32], nrs=[32])
+    assert any("no TMUL timings" in n for n in res["notes"]), res["notes"]

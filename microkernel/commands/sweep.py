@@ -308,12 +308,11 @@ def _print_predicted(con, res) -> None:
               f"from their generated code by llvm-mca -mcpu={res['mcpu']}"
               + (f"; {res['why']}" if res.get("why") else ""))
     _print_notes(con, res)
-    t = _table("predicted ranking by flops per cycle; FMA-unit use = (FMAs per k / FMA "
-               "units) / predicted cycles per k", [
+    t = _table("predicted (llvm-mca): ranked by flops per cycle; FMA use = (FMAs per k / "
+               "FMA units) / cycles per k", [
                    ("#", "right"), ("tile", "left"), ("regs", "right"), ("spills", "right"),
-                   ("FMAs/k", "right"), ("cycles/k (pred.)", "right"),
-                   ("flops/cycle (pred.)", "right"), ("FMA use (pred.)", "right"),
-                   ("", "left")])
+                   ("FMAs/k", "right"), ("cycles/k", "right"), ("flops/cycle", "right"),
+                   ("FMA use", "right"), ("", "left")])
     for i, r in enumerate(res["rows"], 1):
         fpc = r.get("predicted_flops_per_cycle")
         t.add_row(str(i), r["name"], r["registers"],
