@@ -157,13 +157,16 @@ def test_a_large_workspace_is_whole_huge_pages():
     kern = mk.get_kernel(mk.kernels()[0])
     rng = np.random.default_rng(5)
     sizes = {}
-    for nc in (512, 4096):                     # a B block of 0.5 MiB, then 4 MiB
+    # a B block of 0.5 MiB, then 4 MiB; NC (and n) whole NR panels, so that one NC block
+    # covers n (4096 columns of an NR = 24 tile are two balanced blocks of 2 MiB each)
+    big = -(-4096 // kern.nr) * kern.nr
+    for nc in (512, big):
         A, B, C, C0, alpha, beta, threads = _operands((64, nc, 512, 1.0, 0.0, "c", 1), rng)
         sizes[nc] = _workspace_after(kern, A, B, C, {"kc": 256, "mc": 8 * kern.mr, "nc": nc})
         ref, bound = validate.reference(A, B, C0, alpha, beta)
         assert validate.check(C, ref, bound)[0]
     assert sizes[512] < WS_HUGE_MIN and sizes[512] % (2 * MIB) != 0
-    assert sizes[4096] >= WS_HUGE_MIN and sizes[4096] % (2 * MIB) == 0
+    assert sizes[big] >= WS_HUGE_MIN and sizes[big] % (2 * MIB) == 0
 
 
 def test_exited_threads_free_their_workspaces():
