@@ -390,6 +390,10 @@ def _values(v) -> str:
     return ",".join(str(x) for x in v) if v else "any"
 
 
+#: a predicted row whose K loop holds no counted multiply or add (not ranked)
+_NO_MULADD = "no mul/add counted: not ranked"
+
+
 def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
               mcpu: str | None = None, progress=None, types: str | None = None) -> dict:
     """A static ranking for an ISA this machine need not run: each candidate is
@@ -433,7 +437,7 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
                     model_notes.append(n)
             code_flops = ((rep.get("loop") or {}).get("per_k") or {}).get("flops")
             if cyc and code_flops == 0:
-                row["error"] = "no mul/add counted: not ranked"
+                row["error"] = _NO_MULADD
             elif cyc:
                 row["predicted_flops_per_cycle"] = rep["expected"]["flops_per_k"] / cyc
                 if row["fmas_in_code"] == row["fmas_per_k"]:
@@ -449,26 +453,24 @@ def predicted(isa: str, *, mrs=None, nrs=None, max_shapes: int = 16,
     # a tile that spills is ranked after every one that does not: llvm-mca's model
     # absorbs the stack traffic, a real core's load ports and store forwarding do not
     rows.sort(key=lambda r: (bool(r["spills"]), -(r["predicted_flops_per_cycle"] or -1)))
+    unranked = any(r["error"] == _NO_MULADD for r in rows)
     if all(r["predicted_flops_per_cycle"] is None for r in rows):
-        raise SweepError(f"no {isa} {types} tile could be ranked: no multiply or add "
-                         f"counted in the loop read as the K loop (SSE integer code, as "
-                         f"the compiler makes of scalar integer C, is not counted)"
-                         if any(r["error"].startswith("no mul/add") for r in rows) else
-                         f"no {isa} {types} tile could be ranked: {rows[0]['error']}")
-    if any(r["error"].startswith("no mul/add") for r in rows):
-        notes = list(notes) + ["'no mul/add counted': the loop read as the K loop holds "
-                               "no multiply or add the counts know (SSE integer code is "
-                               "not counted), so the row is not ranked"]
+        raise SweepError(f"no {isa} {types} tile could be ranked: " + (
+            "no multiply or add counted in the loop read as the K loop (SSE integer code, "
+            "as the compiler makes of scalar integer C, is not counted)" if unranked
+            else rows[0]["error"]))
     notes = list(notes) + model_notes
+    if unranked:
+        notes.append(f"'{_NO_MULADD}': the loop read as the K loop holds no multiply or "
+                     f"add the counts know (SSE integer code is not counted)")
     if any(s.is_vla for s in specs):
         notes.append("flops per cycle of scalable tiles count vectors (VL/32 fp32 lanes "
                      "each), as the code's counts do")
     if any(r["predicted_flops_per_cycle"] and r["predicted_utilisation"] is None for r in rows):
-        notes = list(notes) + [
-            "FMA use not given where the object code does not hold the model's FMA "
-            "instructions (for scalar C on x86-64 the compiler emits SSE multiplies and "
-            "adds, and the register count is the model's, of scalars): those rows are "
-            "ranked by predicted flops per cycle alone"]
+        notes.append("FMA use not given where the object code does not hold the model's "
+                     "FMA instructions (for scalar C on x86-64 the compiler emits SSE "
+                     "multiplies and adds, and the register count is the model's, of "
+                     "scalars): those rows are ranked by predicted flops per cycle alone")
     mc = next((r.get("mcpu") for r in rows if r.get("mcpu")), mcpu)
     return {"isa": isa, "types": types, "predicted": True, "mcpu": mc, "rows": rows,
             "notes": notes,
