@@ -73,8 +73,8 @@ def _race_options_given(args) -> list[str]:
     from argparse import ArgumentParser
     p = ArgumentParser(add_help=False)
     add_arguments(p)
-    return [a.option_strings[-1] for a in p._actions
-            if a.dest in _RACE_DESTS and getattr(args, a.dest, a.default) != a.default]
+    return ["--" + d.replace("_", "-") for d in _RACE_DESTS
+            if getattr(args, d, p.get_default(d)) != p.get_default(d)]
 
 
 #: the measured race's options (parser dests)
