@@ -9,7 +9,21 @@ from .tile import TileSpec, TileError
 from .registry import BUILTIN as BUILTIN_TILES  # the registry's list (microkernel.registry)
 # `probe` names the function; the module stays reachable as sys.modules["microkernel.probe"].
 from .probe import probe, CpuInfo
-from .gemm import gemm  # (same for `gemm`)
+try:
+    from .gemm import gemm  # (same for `gemm`)
+except ModuleNotFoundError as _exc:  # numpy (or ml_dtypes) not installed: the probe and
+    if _exc.name not in ("numpy", "ml_dtypes"):  # the command line still load, and say so
+        raise
+    #: the name of the missing dependency that gemm() needs, or None
+    MISSING_DEPENDENCY = _exc.name
+
+    def gemm(*args, **kwargs):
+        """Unavailable: a dependency is not installed (see MISSING_DEPENDENCY)."""
+        raise ModuleNotFoundError(
+            f"microkernel.gemm needs {MISSING_DEPENDENCY}, which is not installed: "
+            f"pip install -e . (or run scripts/setup.sh)", name=MISSING_DEPENDENCY)
+else:
+    MISSING_DEPENDENCY = None
 
 __all__ = ["probe", "CpuInfo", "kernels", "get_kernel", "TileSpec", "TileError",
            "BUILTIN_TILES", "gemm", "IsaUnavailableError"]

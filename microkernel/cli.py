@@ -44,11 +44,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             msg = str(exc)
             # --help says so too (the parser has none of the command's options)
             p.description = f"unavailable here ({msg}): install the package's dependencies"
-            p.set_defaults(func=lambda a, msg=msg, name=name: _missing(name, msg))
+            p.set_defaults(func=lambda a, msg=msg, name=name: _missing(name, msg),
+                           unavailable=msg)
             continue
         mod.add_arguments(p)
         p.set_defaults(func=mod.run)
     return parser
+
+
+#: the packages the command line needs (pyproject.toml's dependencies), by import name
+DEPENDENCIES = ("numpy", "cffi", "rich", "platformdirs", "filelock", "threadpoolctl",
+                "ml_dtypes")
 
 
 def _missing(name: str, msg: str) -> int:
@@ -59,7 +65,10 @@ def _missing(name: str, msg: str) -> int:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    # an unavailable command has none of its options: say why, not "unrecognized"
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "unavailable", None):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         from .build import BuildError
         from .commands.common import UsageError
@@ -77,6 +86,12 @@ def main(argv=None) -> int:
         return 2
     except (IsaUnavailableError, TileError, BuildError, ValueError, OSError) as exc:
         print(f"microkernel {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:   # a dependency imported lazily by the command
+        if (exc.name or "").partition(".")[0] not in DEPENDENCIES:
+            raise
+        print(f"microkernel {args.command}: error: {exc.name} is not installed: install "
+              f"the package (pip install -e .) or run scripts/setup.sh", file=sys.stderr)
         return 2
 
 

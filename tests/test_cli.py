@@ -455,3 +455,22 @@ def test_a_dependency_missing_is_a_message_not_a_traceback(tmp_path):
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "No module named 'rich'" in r.stderr and "pip install -e ." in r.stderr
+
+
+@pytest.mark.parametrize("argv", [["probe"], ["validate", "--quick"], ["bench"]])
+def test_numpy_missing_is_a_message_not_a_traceback(argv):
+    """Without numpy the package still imports (its gemm() says what is missing) and
+    every command exits 2 naming numpy: before, `import microkernel` itself raised."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['numpy'] = None\n"
+            "import microkernel as mk\n"
+            "assert mk.MISSING_DEPENDENCY == 'numpy'\n"
+            "try:\n    mk.gemm(1, 2)\nexcept ModuleNotFoundError as e:\n"
+            "    assert 'needs numpy' in str(e)\n"
+            "else:\n    raise SystemExit('gemm() ran without numpy')\n"
+            "from microkernel.cli import main\n"
+            f"sys.exit(main({argv!r}))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "numpy" in r.stderr
