@@ -85,6 +85,11 @@
 #                                      thread / C-stationary / fuzz tests, this tree's driver
 #                                      raced against REV's (AMX bf16 on CPU 9, the f32 default
 #                                      at 16 threads), `bench` of AMX bf16 at 4096 beside torch
+#   bash bench/device_cpu.sh contention issue 24: bench/contention.py (gemm()'s default thread count,
+#                                      which grows while others' threads are runnable, against
+#                                      an explicit 16, alone and beside numpy and PyTorch back to
+#                                      back and paused), the thread tests; issue 21: `bench` of
+#                                      AMX bf16 at 4096 beside the tdpbf16ps loop, 15 rounds
 #   bash bench/device_cpu.sh chunks    the team's units per thread raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
@@ -479,6 +484,15 @@ if [ "${1:-}" = scaling3 ]; then
         --libs "microkernel team,microkernel team parts=1 chunks=4,numpy,torch" --interleaved 0 \
         --out "$OUT"
   } 2>&1 | tee "$OUT/device_scaling3.log"
+  exit 0
+fi
+if [ "${1:-}" = contention ]; then
+  {
+    run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py
+    run python3 bench/contention.py --sizes 256,512,1024,2048,4096 --rounds 7 --out "$OUT/contention"
+    run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
+        --sizes 4096 --rounds 15 --peers torch --json "$OUT/amx_bench4096_cpu9.json"
+  } 2>&1 | tee "$OUT/device_contention.log"
   exit 0
 fi
 if [ "${1:-}" = chunks ]; then

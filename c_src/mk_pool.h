@@ -236,6 +236,17 @@ static int mk_pool_run(mk_pool_fn fn, void *arg, int threads)
     pthread_mutex_unlock(&mk_pool.lock);
     return 0;
 }
+
+/* The pool's workers, alive (awake = 0) or awake now (in a job, or spinning after one):
+ * threads of ours, which the caller's count of the other threads that hold the CPUs
+ * leaves out (microkernel.threads.contended). */
+static inline int mk_pool_threads(int awake)
+{
+    const int n = __atomic_load_n(&mk_pool.workers, __ATOMIC_RELAXED)
+                  - (awake ? (int)__atomic_load_n(&mk_pool.sleepers, __ATOMIC_RELAXED) : 0);
+    return n > 0 ? n : 0;
+}
 #else
 #define MK_HAVE_POOL 0
+static inline int mk_pool_threads(int awake) { (void)awake; return 0; }
 #endif

@@ -15,7 +15,7 @@ _Kernel = None  # microkernel.kernel.Kernel, imported on first use: importing th
 __all__ = ["gemm", "blocking_for", "default_threads"]
 
 
-from .threads import check_count, default_threads, threads_for  # noqa: E402  (public: gemm.default_threads)
+from .threads import check_count, contended, default_threads, threads_for  # noqa: E402  (public: gemm.default_threads)
 
 
 _BLOCKING: dict = {}
@@ -289,7 +289,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     else:
         _check_operand("C", C)
         _check_output(C, A, B, m, n)
-    if threads is None:
+    auto = threads is None
+    if auto:
         threads = threads_for(m, n, k)
     elif type(threads) is not int or not 1 <= threads <= 64:
         threads = check_count(threads)
@@ -301,6 +302,9 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         raise TypeError(f"kernel {kern.name} takes {kern.spec.gemm_types.a} inputs, but A "
                         f"and B are float32; use an fp32 tile (or convert A and B)")
     ffi, lib, cblk = _driver(kern, blocking)
+    if auto and threads > 1:                      # others' threads holding the CPUs
+        threads = contended(threads, m * n * k, lib.mk_pool_threads(1),
+                            lib.mk_pool_threads(0))
 
     # Views the driver cannot address element-wise (misaligned data, strides that are
     # not whole elements) go through aligned copies.

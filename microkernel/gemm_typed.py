@@ -111,7 +111,7 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     integer GEMM, C overlapping A or B or not writeable, bad threads/blocking).
     """
     from .gemm import _check_output, _check_rc, _dims, _driver
-    from .threads import check_count, threads_for
+    from .threads import check_count, contended, threads_for
     if (isinstance(A, np.ndarray) and isinstance(B, np.ndarray)
             and A.dtype == np.float32 and B.dtype == np.float32):
         raise TypeError("gemm_typed() takes bf16, fp16 and int8 / uint8 inputs; for float32 "
@@ -133,13 +133,17 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     else:
         _check("C", C, out_dtype)
         _check_output(C, A, B, m, n)
-    if threads is None:
+    auto = threads is None
+    if auto:
         threads = threads_for(m, n, k)
     elif type(threads) is not int or not 1 <= threads <= 64:
         threads = check_count(threads)
     if m == 0 or n == 0:
         return C
     ffi, lib, cblk = _driver(kern, blocking)
+    if auto and threads > 1:                      # others' threads holding the CPUs
+        threads = contended(threads, m * n * k, lib.mk_pool_threads(1),
+                            lib.mk_pool_threads(0))
     if not _native(A):
         A = np.ascontiguousarray(A)
     if not _native(B):

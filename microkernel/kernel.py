@@ -28,6 +28,7 @@ _CDEF_TAIL = """
 double mk_time_ukernel(int64_t kc, int64_t reps);
 double mk_fma_peak(int64_t iters, double *flops);
 int64_t mk_workspace_bytes(void);
+int mk_pool_threads(int awake);
 """
 
 CDEF = _CDEF_HEAD + """

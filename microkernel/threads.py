@@ -23,6 +23,17 @@
   worker that another runtime's spinner keeps off its core does not hold the call; a
   worker that took part spins 100 us after it, then sleeps; ``MICROKERNEL_POOL=0``
   (read once) gives them OpenMP's team.
+* **Contention**: our workers sleep after a call, but other runtimes' do not:
+  OpenBLAS's spin about 0.1 s after each call, PyTorch's libgomp workers some
+  milliseconds. The scheduler shares a CPU among its runnable threads (CFS / EEVDF:
+  per thread, not per process), so 16 of ours beside 30 spinning workers on 16 CPUs
+  get about a third of them, however the work is split. When the default count
+  applies (no ``threads=``, no ``$MICROKERNEL_NUM_THREADS``, no threadpoolctl limit),
+  :func:`contended` adds one thread per other runnable thread of this process counted
+  at the start of the call (``/proc/loadavg``, ``/proc/self/stat``), up to 3x: the
+  flow's units go to whichever thread is running, so the extra threads take a larger
+  share of the contended CPUs, and nothing changes where nothing else runs.
+  ``$MICROKERNEL_CONTENTION=0`` turns it off.
   Measurements: docs/design-notes.md, threads.
 """
 from __future__ import annotations
@@ -32,7 +43,8 @@ import os
 
 __all__ = ["default_threads", "threads_for", "MACS_PER_THREAD", "prepare_runtime",
            "runtime_note", "SPIN_COUNT", "MicrokernelController", "available_cpus",
-           "user_set_wait_policy", "max_threads", "check_count"]
+           "user_set_wait_policy", "max_threads", "check_count", "contended",
+           "runnable_threads", "process_threads", "CONTENTION_MAX"]
 
 #: the least work (multiply-adds) a default thread count gives each thread
 MACS_PER_THREAD = 1 << 20
@@ -93,6 +105,82 @@ def default_threads() -> int:
         _ENV[raw] = _parse(raw)
     n = _ENV[raw]
     return n if n is not None else available_cpus()
+
+
+def _default_is_cpus() -> bool:
+    """Whether :func:`default_threads` is the CPU count (no limit, no environment)."""
+    if _LIMIT[0] is not None:
+        return False
+    raw = os.environ.get("MICROKERNEL_NUM_THREADS", "")
+    if raw not in _ENV:
+        _ENV[raw] = _parse(raw)
+    return _ENV[raw] is None
+
+
+#: the most a contended call multiplies its default thread count by
+CONTENTION_MAX = 3
+_LOADAVG: list = []      # the open /proc/loadavg (read with pread each call), or None
+
+
+def runnable_threads() -> int | None:
+    """Threads runnable on the whole system at this instant, the caller included: the
+    numerator of the fourth field of ``/proc/loadavg`` (proc_loadavg(5): "the number of
+    currently runnable kernel scheduling entities"). None where it cannot be read.
+    About 2 us (one pread on a descriptor kept open)."""
+    if not _LOADAVG:
+        try:
+            _LOADAVG.append(os.open("/proc/loadavg", os.O_RDONLY))
+        except (OSError, AttributeError):
+            _LOADAVG.append(None)
+    fd = _LOADAVG[0]
+    if fd is None:
+        return None
+    try:
+        return int(os.pread(fd, 128, 0).split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_threads() -> int | None:
+    """Threads of this process: field 20 (num_threads) of ``/proc/self/stat``
+    (proc_pid_stat(5)); None where it cannot be read."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[17])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def contended(t: int, macs: int, awake: int = 0, ours: int = 0) -> int:
+    """The thread count for a call whose default count is ``t`` when other threads of
+    this process hold the CPUs now (other runtimes' spinning workers): ``t`` plus one
+    per such thread, when they are at least a quarter of ``t``; at most
+    :data:`CONTENTION_MAX` x ``t``, one per ``MACS_PER_THREAD / 4`` multiply-adds
+    (``macs``) and :func:`max_threads`.
+
+    "Such threads" is the smaller of two counts: the runnable threads of the whole
+    system (:func:`runnable_threads`) less the caller and our ``awake`` pool workers,
+    and this process's threads (:func:`process_threads`) less the caller and the
+    ``ours`` workers of the call's pool (``mk_pool_threads(1)`` / ``(0)`` of the kernel
+    module). So other processes' load adds nothing when our process has no other
+    threads (several processes of gemm() do not outbid each other), and a process whose
+    other threads sleep adds nothing when nothing runs.
+
+    ``t`` itself for one thread, for an explicit count (``threads=``,
+    ``$MICROKERNEL_NUM_THREADS``, a threadpoolctl limit) and with
+    ``$MICROKERNEL_CONTENTION=0``. Why it helps: the module docstring; measured:
+    docs/design-notes.md, threads."""
+    if t < 2 or os.environ.get("MICROKERNEL_CONTENTION", "") == "0" or not _default_is_cpus():
+        return t
+    r = runnable_threads()
+    if r is None or r - 1 - awake < max(1, t // 4):
+        return t
+    mine = process_threads()
+    others = min(r - 1 - awake, 0 if mine is None else mine - 1 - ours)
+    if others < max(1, t // 4):
+        return t
+    return max(t, min(t + others, CONTENTION_MAX * t, macs // (MACS_PER_THREAD // 4),
+                      max_threads()))
 
 
 def threads_for(m: int, n: int, k: int) -> int:

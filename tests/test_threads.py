@@ -208,3 +208,132 @@ def test_threadpoolctl_limits_are_clamped_and_nest():
         with threadpoolctl.threadpool_limits(10 ** 6, user_api="microkernel"):
             assert default_threads() == max_threads()
         assert default_threads() == 1
+
+
+def test_contended_adds_threads_only_for_the_default_count(monkeypatch):
+    """contended(t, macs, awake, ours): one more thread per other runnable thread of
+    this process (the fewer of the system's runnable threads less the caller and our
+    awake workers, and the process's threads less the caller and our workers) when they
+    are at least t / 4; at most 3t and one per 2^18 multiply-adds; never for an explicit
+    count or with the switch off."""
+    from microkernel import threads
+    monkeypatch.delenv("MICROKERNEL_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MICROKERNEL_CONTENTION", raising=False)
+    monkeypatch.setattr(threads, "max_threads", lambda: 128)
+    seen, mine = [1], [64]
+    monkeypatch.setattr(threads, "runnable_threads", lambda: seen[0])
+    monkeypatch.setattr(threads, "process_threads", lambda: mine[0])
+    big = 4096 ** 3
+    assert threads.contended(16, big) == 16                    # only the caller runs
+    seen[0] = 31                                               # 30 spinning workers
+    assert threads.contended(16, big) == 46
+    assert threads.contended(16, big, awake=15) == 31          # 15 of them are ours
+    mine[0] = 1 + 15 + 10                                      # the caller, 15 of ours and 10
+    assert threads.contended(16, big, ours=15) == 26           # others: 20 runnable elsewhere
+    mine[0] = 16                                               # only ours in this process:
+    assert threads.contended(16, big, ours=15) == 16           # other processes' load
+    mine[0] = None
+    assert threads.contended(16, big) == 16
+    mine[0] = 64
+    assert threads.contended(1, big) == 1
+    seen[0] = 4                                                # 3 others: < 16 / 4
+    assert threads.contended(16, big) == 16
+    seen[0] = 20
+    assert threads.contended(2, big) == 6                      # at most 3x
+    assert threads.contended(16, 1 << 22) == 16                # 2^22 / 2^18 = 16 threads
+    assert threads.contended(16, 20 << 18) == 20
+    seen[0] = None                                             # /proc/loadavg unreadable
+    assert threads.contended(16, big) == 16
+    seen[0] = 31
+    monkeypatch.setenv("MICROKERNEL_CONTENTION", "0")
+    assert threads.contended(16, big) == 16
+    monkeypatch.delenv("MICROKERNEL_CONTENTION")
+    monkeypatch.setenv("MICROKERNEL_NUM_THREADS", "16")        # the user's count: kept
+    assert threads.contended(16, big) == 16
+    monkeypatch.delenv("MICROKERNEL_NUM_THREADS")
+    monkeypatch.setattr(threads, "_LIMIT", [16])               # a threadpoolctl limit
+    assert threads.contended(16, big) == 16
+
+
+def test_runnable_and_process_threads_read_proc():
+    import threading
+    from microkernel import threads
+    with open("/proc/loadavg") as f:
+        assert "/" in f.read().split()[3]                       # proc_loadavg(5)
+    r = threads.runnable_threads()
+    assert isinstance(r, int) and r >= 1                        # the caller runs
+    before = threads.process_threads()
+    stop = threading.Event()
+    extra = [threading.Thread(target=stop.wait) for _ in range(3)]
+    for th in extra:
+        th.start()
+    try:
+        assert threads.process_threads() == before + 3
+    finally:
+        stop.set()
+        for th in extra:
+            th.join()
+
+
+def test_gemm_takes_more_threads_beside_busy_threads_and_stays_correct():
+    """Threads of this process busy on every CPU (numpy ufuncs, which release the GIL):
+    gemm() with the default count uses more threads than the CPUs (the team's flow,
+    oversubscribed), and C matches one thread's; an explicit count is kept; busy
+    processes outside add at most the process's other threads."""
+    code = textwrap.dedent("""
+        import json, subprocess, sys, threading, time
+        import numpy as np
+        import microkernel as mk
+        from microkernel import threads as th
+        cpus = th.available_cpus()
+        gm = sys.modules["microkernel.gemm"]
+        used = []
+        real = gm.contended
+        gm.contended = lambda *a: used.append(real(*a)) or used[-1]
+        rng = np.random.default_rng(1)
+        A = rng.standard_normal((384, 320), dtype=np.float32)
+        B = rng.standard_normal((320, 400), dtype=np.float32)
+        one = mk.gemm(A, B, threads=1)
+        mk.gemm(A, B, threads=cpus)
+        time.sleep(0.1)
+        lib = mk.get_kernel().module.lib
+        foreign = th.process_threads() - 1 - lib.mk_pool_threads(0)   # numpy's, asleep
+        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(2 * cpus)]
+        try:
+            time.sleep(0.5)
+            outside = mk.gemm(A, B)
+        finally:
+            for p in busy:
+                p.kill()
+        stop = threading.Event()
+        def spin():
+            x = np.ones(1 << 20); y = np.empty_like(x)
+            while not stop.is_set():
+                np.exp(x, out=y)
+        spinners = [threading.Thread(target=spin) for _ in range(2 * cpus)]
+        for s in spinners:
+            s.start()
+        try:
+            time.sleep(0.2)
+            C = mk.gemm(A, B)
+            explicit = mk.gemm(A, B, threads=cpus)
+        finally:
+            stop.set()
+            for s in spinners:
+                s.join()
+        print(json.dumps([cpus, foreign, used, [float(np.max(np.abs(x - one)))
+                                       for x in (outside, C, explicit)]]))
+    """)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MICROKERNEL_NUM_THREADS", "MICROKERNEL_CONTENTION")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    cpus, foreign, used, errs = json.loads(out.stdout.splitlines()[-1])
+    assert len(used) == 2, out.stdout                   # the explicit call: not asked
+    # beside busy processes: at most one more per other thread of this process (its
+    # sleeping BLAS workers may count: a stated limit of contended()); beside busy
+    # threads of its own, more than the CPUs
+    assert used[0] <= cpus + foreign and used[1] > cpus, out.stdout
+    assert max(errs) < 1e-4

@@ -1,0 +1,144 @@
+"""gemm()'s default thread count under other runtimes' spinning workers (issue 24).
+
+    python bench/contention.py [--sizes 256,512,1024,2048,4096] [--rounds 7] [--out DIR]
+
+1. **Alone**: a process of its own times ``gemm()`` with the default thread count
+   (``threads=None``: the CPUs, plus :func:`microkernel.threads.contended`'s extra
+   threads when others' threads are runnable) and with ``threads=`` the CPU count
+   (explicit: never more), 0.3 s pause before each sample, no other library loaded.
+2. **Interleaved, back to back**: one process, numpy and PyTorch (each at its own
+   default, every CPU) and the same two ``gemm()`` calls in shuffled order, no pause:
+   whatever runs after numpy or torch shares the CPUs with their workers, which spin
+   after each call (OpenBLAS about 0.1 s, libgomp GOMP_SPINCOUNT iterations). Each
+   call of ``contended`` is logged (runnable threads seen, our awake workers, the
+   count chosen).
+3. The same interleaved with ``--pause`` (default 0.3 s) before each sample.
+
+Prints and writes ``contention.json`` / ``contention.md`` under --out: every library's
+GFLOP/s (median of the rounds, the spread beside it) and interleaved / alone for both
+of ours. Speed is never asserted here.
+"""
+import argparse
+import collections
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import textwrap
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+CHILD = textwrap.dedent("""
+    import collections, json, statistics, sys
+    import numpy as np
+    import microkernel as mk
+    from microkernel import threads as th
+    from microkernel.timing import Contender, Rounds
+    sizes, rounds, pause, peers = (
+        [int(x) for x in sys.argv[1].split(",")], int(sys.argv[2]), float(sys.argv[3]),
+        [p for p in sys.argv[4].split(",") if p])
+    cpus = th.available_cpus()
+    gm = sys.modules["microkernel.gemm"]        # the module (the package's gemm is the function)
+    log = collections.Counter()
+    real = gm.contended
+    def spy(t, macs, awake=0, ours=0):
+        r = real(t, macs, awake, ours)
+        log[(t, awake, th.runnable_threads(), th.process_threads(), r)] += 1
+        return r
+    gm.contended = spy
+    if "torch" in peers:
+        import torch
+    cons = []
+    for n in sizes:
+        rng = np.random.default_rng(0)
+        A = rng.standard_normal((n, n), dtype=np.float32)
+        B = rng.standard_normal((n, n), dtype=np.float32)
+        C = np.empty((n, n), np.float32)
+        flops = 2.0 * n ** 3
+        k = mk.get_kernel()
+        cons.append(Contender("ours default", lambda A=A, B=B, C=C: mk.gemm(A, B, C, kernel=k), flops, str(n)))
+        cons.append(Contender(f"ours threads={cpus}",
+                              lambda A=A, B=B, C=C: mk.gemm(A, B, C, kernel=k, threads=cpus), flops, str(n)))
+        if "numpy" in peers:
+            cons.append(Contender("numpy", lambda A=A, B=B, C=C: np.matmul(A, B, out=C), flops, str(n)))
+        if "torch" in peers:
+            a, b, c = (torch.from_numpy(x) for x in (A, B, C))
+            cons.append(Contender("torch", lambda a=a, b=b, c=c: torch.matmul(a, b, out=c), flops, str(n)))
+    r = Rounds(cons, min_time=0.02, pause=pause)
+    for _ in range(rounds):
+        r.round()
+    out = {"gflops": {}, "spread": {}}
+    for c in cons:
+        g = [c.flops / t / 1e9 for t in r.times[(c.shape, c.name)]]
+        out["gflops"].setdefault(c.name, {})[c.shape] = statistics.median(g)
+        out["spread"].setdefault(c.name, {})[c.shape] = [min(g), max(g)]
+    out["contended_calls"] = [[*k, v] for k, v in sorted(log.items())]
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def child(sizes, rounds, pause, peers, env_extra=None):
+    env = {**os.environ, **(env_extra or {}), "PYTHONPATH": os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.pop(var, None)                  # every library at its own default: all CPUs
+    res = subprocess.run([sys.executable, "-c", CHILD, ",".join(map(str, sizes)), str(rounds),
+                          str(pause), ",".join(peers)], capture_output=True, text=True,
+                         env=env, timeout=1800)
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not lines:
+        print(res.stdout[-3000:], res.stderr[-3000:], flush=True)
+        raise SystemExit("a timing process failed")
+    return json.loads(lines[-1][7:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="256,512,1024,2048,4096")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--pause", type=float, default=0.3)
+    ap.add_argument("--out", default=os.environ.get("OUT", "out"))
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    import importlib.util
+    peers = ["numpy"] + (["torch"] if importlib.util.find_spec("torch") else [])
+    runs = {"alone": child(sizes, args.rounds, 0.3, []),
+            "back to back": child(sizes, args.rounds, 0.0, peers),
+            f"pause {args.pause} s": child(sizes, args.rounds, args.pause, peers)}
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "contention.json").write_text(json.dumps(runs, indent=1))
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    model = next((ln.split(":", 1)[1].strip() for ln in lscpu.splitlines()
+                  if ln.startswith("Model name")), "?")
+    md = ["# gemm()'s default thread count under contention", "",
+          f"{model}, {os.cpu_count()} CPUs; {args.rounds} rounds; GFLOP/s, median "
+          "[min, max] of the rounds", ""]
+    for tag, d in runs.items():
+        names = list(d["gflops"])
+        md += [f"## {tag}", "", "| n | " + " | ".join(names) + " |",
+               "| --- | " + " | ".join("---" for _ in names) + " |"]
+        for n in map(str, sizes):
+            md.append(f"| {n} | " + " | ".join(
+                f"{d['gflops'][c][n]:.0f} [{d['spread'][c][n][0]:.0f}, {d['spread'][c][n][1]:.0f}]"
+                for c in names) + " |")
+        if tag != "alone":
+            md.append("")
+            for c in (x for x in names if x.startswith("ours")):
+                md.append(f"- {c} {tag} / alone: " + ", ".join(
+                    f"n={n}: {d['gflops'][c][n] / runs['alone']['gflops'][c][n]:.2f}"
+                    for n in map(str, sizes)))
+        calls = collections.Counter()
+        for t, _awake, _seen, _mine, chosen, count in d["contended_calls"]:
+            calls[(t, chosen)] += count
+        md += ["", "default count -> threads used (calls): " + ", ".join(
+            f"{t} -> {c} ({k})" for (t, c), k in sorted(calls.items())), ""]
+    (out / "contention.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
