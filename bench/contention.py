@@ -3,9 +3,9 @@
     python bench/contention.py [--sizes 256,512,1024,2048,4096] [--rounds 7] [--out DIR]
 
 1. **Alone**: a process of its own times ``gemm()`` with the default thread count
-   (``threads=None``: the CPUs, plus :func:`microkernel.threads.contended`'s extra
-   threads when others' threads are runnable) and with ``threads=`` the CPU count
-   (explicit: never more), 0.3 s pause before each sample, no other library loaded.
+   (the CPUs) and the same with ``$MICROKERNEL_CONTENTION=1`` (plus
+   :func:`microkernel.threads.contended`'s extra threads when other threads of the
+   process are runnable), 0.3 s pause before each sample, no other library loaded.
 2. **Interleaved, back to back**: one process, numpy and PyTorch (each at its own
    default, every CPU) and the same two ``gemm()`` calls in shuffled order, no pause:
    whatever runs after numpy or torch shares the CPUs with their workers, which spin
@@ -31,7 +31,7 @@ import textwrap
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 CHILD = textwrap.dedent("""
-    import collections, json, statistics, sys
+    import collections, json, os, statistics, sys
     import numpy as np
     import microkernel as mk
     from microkernel import threads as th
@@ -39,7 +39,6 @@ CHILD = textwrap.dedent("""
     sizes, rounds, pause, peers = (
         [int(x) for x in sys.argv[1].split(",")], int(sys.argv[2]), float(sys.argv[3]),
         [p for p in sys.argv[4].split(",") if p])
-    cpus = th.available_cpus()
     gm = sys.modules["microkernel.gemm"]        # the module (the package's gemm is the function)
     log = collections.Counter()
     real = gm.contended
@@ -58,9 +57,15 @@ CHILD = textwrap.dedent("""
         C = np.empty((n, n), np.float32)
         flops = 2.0 * n ** 3
         k = mk.get_kernel()
-        cons.append(Contender("ours default", lambda A=A, B=B, C=C: mk.gemm(A, B, C, kernel=k), flops, str(n)))
-        cons.append(Contender(f"ours threads={cpus}",
-                              lambda A=A, B=B, C=C: mk.gemm(A, B, C, kernel=k, threads=cpus), flops, str(n)))
+        def on(A=A, B=B, C=C):              # $MICROKERNEL_CONTENTION=1 for this call only
+            os.environ["MICROKERNEL_CONTENTION"] = "1"
+            try:
+                mk.gemm(A, B, C, kernel=k)
+            finally:
+                del os.environ["MICROKERNEL_CONTENTION"]
+        cons.append(Contender("ours contention=1", on, flops, str(n)))
+        cons.append(Contender("ours default", lambda A=A, B=B, C=C: mk.gemm(A, B, C, kernel=k),
+                              flops, str(n)))
         if "numpy" in peers:
             cons.append(Contender("numpy", lambda A=A, B=B, C=C: np.matmul(A, B, out=C), flops, str(n)))
         if "torch" in peers:
@@ -82,7 +87,8 @@ CHILD = textwrap.dedent("""
 def child(sizes, rounds, pause, peers, env_extra=None):
     env = {**os.environ, **(env_extra or {}), "PYTHONPATH": os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                "MICROKERNEL_CONTENTION", "MICROKERNEL_NUM_THREADS"):
         env.pop(var, None)                  # every library at its own default: all CPUs
     res = subprocess.run([sys.executable, "-c", CHILD, ",".join(map(str, sizes)), str(rounds),
                           str(pause), ",".join(peers)], capture_output=True, text=True,

@@ -78,11 +78,12 @@ static struct {
     int workers;            /* alive */
     uint32_t gen;           /* futex word: the latest job's generation */
     uint32_t sleepers;      /* workers in futex_wait or about to be */
+    int waking;             /* woken by a caller's FUTEX_WAKE, not yet back on a CPU */
     uint64_t state;         /* gen << 32 | MK_POOL_CLOSED | inside << 16 | joined */
     mk_pool_fn fn;          /* the job (atomics: read by workers, see above) */
     void *arg;
     int slots;
-} mk_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, MK_POOL_CLOSED,
+} mk_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, MK_POOL_CLOSED,
              NULL, NULL, 0};
 
 static double mk_pool_now(void)
@@ -133,6 +134,8 @@ static void *mk_pool_worker(void *start)
             const long r = syscall(SYS_futex, &mk_pool.gen, MK_FUTEX_WAIT_PRIVATE, seen, &idle,
                                    NULL, 0);
             __atomic_fetch_sub(&mk_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+            if (r == 0)                              /* a caller's wake (counted there) */
+                __atomic_fetch_sub(&mk_pool.waking, 1, __ATOMIC_RELAXED);
             spin = 0;
             if (r != 0 && __atomic_load_n(&mk_pool.gen, __ATOMIC_ACQUIRE) == seen) {
                 /* idle MK_POOL_IDLE_S: exit (a job published meanwhile runs without it) */
@@ -156,6 +159,7 @@ static void mk_pool_atfork_child(void)
     pthread_mutex_init(&mk_pool.count, NULL);
     mk_pool.workers = 0;
     mk_pool.sleepers = 0;
+    mk_pool.waking = 0;
     mk_pool.state = MK_POOL_CLOSED | (uint64_t)mk_pool.gen << 32;
 }
 
@@ -222,8 +226,12 @@ static int mk_pool_run(mk_pool_fn fn, void *arg, int threads)
     __atomic_store_n(&mk_pool.slots, threads - 1, __ATOMIC_RELAXED);
     __atomic_store_n(&mk_pool.state, (uint64_t)gen << 32, __ATOMIC_SEQ_CST);
     __atomic_store_n(&mk_pool.gen, gen, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&mk_pool.sleepers, __ATOMIC_SEQ_CST) > 0)
-        syscall(SYS_futex, &mk_pool.gen, MK_FUTEX_WAKE_PRIVATE, threads - 1, NULL, NULL, 0);
+    if (__atomic_load_n(&mk_pool.sleepers, __ATOMIC_SEQ_CST) > 0) {
+        const long woke = syscall(SYS_futex, &mk_pool.gen, MK_FUTEX_WAKE_PRIVATE, threads - 1,
+                                  NULL, NULL, 0);
+        if (woke > 0)
+            __atomic_fetch_add(&mk_pool.waking, (int)woke, __ATOMIC_RELAXED);
+    }
     fn(arg, 0);
     uint64_t s = __atomic_fetch_or(&mk_pool.state, MK_POOL_CLOSED, __ATOMIC_SEQ_CST);
     for (unsigned spins = 0; MK_POOL_INSIDE(s) > 0; ++spins) {
@@ -237,13 +245,18 @@ static int mk_pool_run(mk_pool_fn fn, void *arg, int threads)
     return 0;
 }
 
-/* The pool's workers, alive (awake = 0) or awake now (in a job, or spinning after one):
- * threads of ours, which the caller's count of the other threads that hold the CPUs
- * leaves out (microkernel.threads.contended). */
+/* The pool's workers, alive (awake = 0) or runnable now (awake = 1: in a job, spinning
+ * after one, or woken by a call's FUTEX_WAKE and not yet running: the kernel counts
+ * those as runnable, and a job that ended before they ran leaves them so): threads of
+ * ours, which the caller's count of the other threads that hold the CPUs leaves out
+ * (microkernel.threads.contended). */
 static inline int mk_pool_threads(int awake)
 {
-    const int n = __atomic_load_n(&mk_pool.workers, __ATOMIC_RELAXED)
-                  - (awake ? (int)__atomic_load_n(&mk_pool.sleepers, __ATOMIC_RELAXED) : 0);
+    int n = __atomic_load_n(&mk_pool.workers, __ATOMIC_RELAXED);
+    if (awake) {
+        const int waking = __atomic_load_n(&mk_pool.waking, __ATOMIC_RELAXED);
+        n += (waking > 0 ? waking : 0) - (int)__atomic_load_n(&mk_pool.sleepers, __ATOMIC_RELAXED);
+    }
     return n > 0 ? n : 0;
 }
 #else

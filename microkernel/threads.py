@@ -29,11 +29,12 @@
   per thread, not per process), so 16 of ours beside 30 spinning workers on 16 CPUs
   get about a third of them, however the work is split. When the default count
   applies (no ``threads=``, no ``$MICROKERNEL_NUM_THREADS``, no threadpoolctl limit),
-  :func:`contended` adds one thread per other runnable thread of this process counted
-  at the start of the call (``/proc/loadavg``, ``/proc/self/stat``), up to 3x: the
-  flow's units go to whichever thread is running, so the extra threads take a larger
-  share of the contended CPUs, and nothing changes where nothing else runs.
-  ``$MICROKERNEL_CONTENTION=0`` turns it off.
+  ``$MICROKERNEL_CONTENTION=1`` makes :func:`contended` add one thread per other
+  runnable thread of this process counted at the start of the call
+  (``/proc/loadavg``, ``/proc/self/stat``), up to 3x: the flow's units go to whichever
+  thread is running, so the extra threads take a larger share of the contended CPUs.
+  It is off by default: the counts cannot tell other processes' load from this
+  process's spinners where numpy's workers sleep in it (see :func:`contended`).
   Measurements: docs/design-notes.md, threads.
 """
 from __future__ import annotations
@@ -155,22 +156,26 @@ def contended(t: int, macs: int, awake: int = 0, ours: int = 0) -> int:
     """The thread count for a call whose default count is ``t`` when other threads of
     this process hold the CPUs now (other runtimes' spinning workers): ``t`` plus one
     per such thread, when they are at least a quarter of ``t``; at most
-    :data:`CONTENTION_MAX` x ``t``, one per ``MACS_PER_THREAD / 4`` multiply-adds
-    (``macs``) and :func:`max_threads`.
+    :data:`CONTENTION_MAX` x ``t``, one per :data:`MACS_PER_THREAD` multiply-adds
+    (``macs``, the default count's own rule) and :func:`max_threads`.
 
     "Such threads" is the smaller of two counts: the runnable threads of the whole
-    system (:func:`runnable_threads`) less the caller and our ``awake`` pool workers,
-    and this process's threads (:func:`process_threads`) less the caller and the
-    ``ours`` workers of the call's pool (``mk_pool_threads(1)`` / ``(0)`` of the kernel
-    module). So other processes' load adds nothing when our process has no other
-    threads (several processes of gemm() do not outbid each other), and a process whose
-    other threads sleep adds nothing when nothing runs.
+    system (:func:`runnable_threads`) less the caller and our ``awake`` pool workers
+    (``mk_pool_threads(1)``: those in or spinning after a job, and those woken but not
+    yet running, whom the kernel already counts as runnable), and this process's
+    threads (:func:`process_threads`) less the caller and the ``ours`` workers of the
+    call's pool (``mk_pool_threads(0)``, all of them). So other processes' load adds
+    nothing when our process has no other threads (several processes of gemm() do not
+    outbid each other), and a process whose other threads sleep adds nothing when
+    nothing runs.
 
-    ``t`` itself for one thread, for an explicit count (``threads=``,
-    ``$MICROKERNEL_NUM_THREADS``, a threadpoolctl limit) and with
-    ``$MICROKERNEL_CONTENTION=0``. Why it helps: the module docstring; measured:
+    Off unless ``$MICROKERNEL_CONTENTION=1``: in a process that has loaded numpy,
+    OpenBLAS's sleeping workers pass the second count, so on a machine that other
+    processes load it would oversubscribe the CPUs for nothing. ``t`` itself for one
+    thread and for an explicit count (``threads=``, ``$MICROKERNEL_NUM_THREADS``, a
+    threadpoolctl limit). Why it helps and when: the module docstring; measured:
     docs/design-notes.md, threads."""
-    if t < 2 or os.environ.get("MICROKERNEL_CONTENTION", "") == "0" or not _default_is_cpus():
+    if t < 2 or os.environ.get("MICROKERNEL_CONTENTION", "") != "1" or not _default_is_cpus():
         return t
     r = runnable_threads()
     if r is None or r - 1 - awake < max(1, t // 4):
@@ -179,8 +184,7 @@ def contended(t: int, macs: int, awake: int = 0, ours: int = 0) -> int:
     others = min(r - 1 - awake, 0 if mine is None else mine - 1 - ours)
     if others < max(1, t // 4):
         return t
-    return max(t, min(t + others, CONTENTION_MAX * t, macs // (MACS_PER_THREAD // 4),
-                      max_threads()))
+    return max(t, min(t + others, CONTENTION_MAX * t, macs // MACS_PER_THREAD, max_threads()))
 
 
 def threads_for(m: int, n: int, k: int) -> int:

@@ -211,14 +211,15 @@ def test_threadpoolctl_limits_are_clamped_and_nest():
 
 
 def test_contended_adds_threads_only_for_the_default_count(monkeypatch):
-    """contended(t, macs, awake, ours): one more thread per other runnable thread of
+    """With $MICROKERNEL_CONTENTION=1, contended(t, macs, awake, ours): one more thread
+    per other runnable thread of
     this process (the fewer of the system's runnable threads less the caller and our
     awake workers, and the process's threads less the caller and our workers) when they
-    are at least t / 4; at most 3t and one per 2^18 multiply-adds; never for an explicit
+    are at least t / 4; at most 3t and one per 2^20 multiply-adds; never for an explicit
     count or with the switch off."""
     from microkernel import threads
     monkeypatch.delenv("MICROKERNEL_NUM_THREADS", raising=False)
-    monkeypatch.delenv("MICROKERNEL_CONTENTION", raising=False)
+    monkeypatch.setenv("MICROKERNEL_CONTENTION", "1")
     monkeypatch.setattr(threads, "max_threads", lambda: 128)
     seen, mine = [1], [64]
     monkeypatch.setattr(threads, "runnable_threads", lambda: seen[0])
@@ -240,14 +241,17 @@ def test_contended_adds_threads_only_for_the_default_count(monkeypatch):
     assert threads.contended(16, big) == 16
     seen[0] = 20
     assert threads.contended(2, big) == 6                      # at most 3x
-    assert threads.contended(16, 1 << 22) == 16                # 2^22 / 2^18 = 16 threads
-    assert threads.contended(16, 20 << 18) == 20
+    assert threads.contended(16, 1 << 24) == 16                # 2^24 / 2^20 = 16 threads
+    assert threads.contended(16, 20 << 20) == 20
     seen[0] = None                                             # /proc/loadavg unreadable
     assert threads.contended(16, big) == 16
     seen[0] = 31
+    assert threads.contended(16, big) == 46
     monkeypatch.setenv("MICROKERNEL_CONTENTION", "0")
     assert threads.contended(16, big) == 16
-    monkeypatch.delenv("MICROKERNEL_CONTENTION")
+    monkeypatch.delenv("MICROKERNEL_CONTENTION")               # off by default
+    assert threads.contended(16, big) == 16
+    monkeypatch.setenv("MICROKERNEL_CONTENTION", "1")
     monkeypatch.setenv("MICROKERNEL_NUM_THREADS", "16")        # the user's count: kept
     assert threads.contended(16, big) == 16
     monkeypatch.delenv("MICROKERNEL_NUM_THREADS")
@@ -276,8 +280,8 @@ def test_runnable_and_process_threads_read_proc():
 
 
 def test_gemm_takes_more_threads_beside_busy_threads_and_stays_correct():
-    """Threads of this process busy on every CPU (numpy ufuncs, which release the GIL):
-    gemm() with the default count uses more threads than the CPUs (the team's flow,
+    """Threads of this process busy on every CPU (numpy ufuncs, which release the GIL),
+    $MICROKERNEL_CONTENTION=1: gemm() with the default count uses more threads than the CPUs (the team's flow,
     oversubscribed), and C matches one thread's; an explicit count is kept; busy
     processes outside add at most the process's other threads."""
     code = textwrap.dedent("""
@@ -325,10 +329,9 @@ def test_gemm_takes_more_threads_beside_busy_threads_and_stays_correct():
         print(json.dumps([cpus, foreign, used, [float(np.max(np.abs(x - one)))
                                        for x in (outside, C, explicit)]]))
     """)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MICROKERNEL_NUM_THREADS", "MICROKERNEL_CONTENTION")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "MICROKERNEL_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**env, "MICROKERNEL_CONTENTION": "1"}, timeout=120)
     assert out.returncode == 0, out.stderr
     cpus, foreign, used, errs = json.loads(out.stdout.splitlines()[-1])
     assert len(used) == 2, out.stdout                   # the explicit call: not asked
