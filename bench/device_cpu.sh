@@ -85,10 +85,10 @@
 #                                      thread / C-stationary / fuzz tests, this tree's driver
 #                                      raced against REV's (AMX bf16 on CPU 9, the f32 default
 #                                      at 16 threads), `bench` of AMX bf16 at 4096 beside torch
-#   bash bench/device_cpu.sh contention issue 24: bench/contention.py (gemm()'s default thread count,
-#                                      which grows while others' threads are runnable, against
-#                                      an explicit 16, alone and beside numpy and PyTorch back to
-#                                      back and paused), the thread tests; issue 21: `bench` of
+#   bash bench/device_cpu.sh contention issue 24: bench/contention.py (gemm()'s default thread count
+#                                      against MICROKERNEL_CONTENTION=1, alone and beside numpy
+#                                      and PyTorch back to back and paused), the thread tests;
+#                                      issue 21: `bench` of
 #                                      AMX bf16 at 4096 beside the tdpbf16ps loop, 15 rounds
 #   bash bench/device_cpu.sh chunks    the team's units per thread raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and

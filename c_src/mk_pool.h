@@ -250,6 +250,7 @@ static int mk_pool_run(mk_pool_fn fn, void *arg, int threads)
  * those as runnable, and a job that ended before they ran leaves them so): threads of
  * ours, which the caller's count of the other threads that hold the CPUs leaves out
  * (microkernel.threads.contended). */
+#define MK_HAVE_POOL_THREADS 1
 static inline int mk_pool_threads(int awake)
 {
     int n = __atomic_load_n(&mk_pool.workers, __ATOMIC_RELAXED);
@@ -261,5 +262,6 @@ static inline int mk_pool_threads(int awake)
 }
 #else
 #define MK_HAVE_POOL 0
+#define MK_HAVE_POOL_THREADS 1
 static inline int mk_pool_threads(int awake) { (void)awake; return 0; }
 #endif

@@ -74,8 +74,8 @@ def main(argv=None) -> int:
         from .commands.common import UsageError
         from .dispatch import IsaUnavailableError
         from .tile import TileError
-    except ImportError as exc:   # a source tree without the commands' dependencies (rich);
-        # numpy and cffi, which the package itself imports, fail before main() runs
+    except ImportError as exc:   # a source tree without the commands' dependencies (rich,
+        # cffi); numpy missing reaches the commands (the package imports without it)
         print(f"microkernel: {exc}: install the package (pip install -e .) or run "
               f"scripts/setup.sh", file=sys.stderr)
         return 2
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
         print(f"microkernel {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:   # a dependency imported lazily by the command
-        if (exc.name or "").partition(".")[0] not in DEPENDENCIES:
+        if exc.name not in DEPENDENCIES:
             raise
         print(f"microkernel {args.command}: error: {exc.name} is not installed: install "
               f"the package (pip install -e .) or run scripts/setup.sh", file=sys.stderr)

@@ -302,7 +302,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         raise TypeError(f"kernel {kern.name} takes {kern.spec.gemm_types.a} inputs, but A "
                         f"and B are float32; use an fp32 tile (or convert A and B)")
     ffi, lib, cblk = _driver(kern, blocking)
-    if auto and threads > 1:                      # others' threads holding the CPUs
+    if auto and threads > 1 and os.environ.get("MICROKERNEL_CONTENTION") == "1":
         threads = contended(threads, m * n * k, lib.mk_pool_threads(1),
                             lib.mk_pool_threads(0))
 

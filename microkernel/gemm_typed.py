@@ -13,6 +13,7 @@ integer C, alpha and beta are integers and the arithmetic wraps modulo 2^32.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -141,7 +142,7 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     if m == 0 or n == 0:
         return C
     ffi, lib, cblk = _driver(kern, blocking)
-    if auto and threads > 1:                      # others' threads holding the CPUs
+    if auto and threads > 1 and os.environ.get("MICROKERNEL_CONTENTION") == "1":
         threads = contended(threads, m * n * k, lib.mk_pool_threads(1),
                             lib.mk_pool_threads(0))
     if not _native(A):

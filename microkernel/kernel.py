@@ -81,6 +81,9 @@ double mk_time_ukernel(int64_t kc, int64_t reps)
     mk_ukernel_desc d = mk_desc();
     return mk_time_ukernel_desc(&d, kc, reps);
 }}
+#ifndef MK_HAVE_POOL_THREADS  /* an older driver (bench/driver_ab.py --rev) */
+static int mk_pool_threads(int awake) {{ (void)awake; return 0; }}
+#endif
 """
 
 GLUE_TYPED = _GLUE_HEAD + """\

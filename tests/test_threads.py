@@ -271,8 +271,10 @@ def test_runnable_and_process_threads_read_proc():
     extra = [threading.Thread(target=stop.wait) for _ in range(3)]
     for th in extra:
         th.start()
-    try:
-        assert threads.process_threads() == before + 3
+    try:       # (a pool worker of an earlier test may exit meanwhile: its 2 s idle)
+        assert before + 3 - 2 <= threads.process_threads() <= before + 3
+        assert threads.process_threads() - len([t for t in extra if t.is_alive()]) \
+            <= before
     finally:
         stop.set()
         for th in extra:
