@@ -15,7 +15,7 @@ _Kernel = None  # microkernel.kernel.Kernel, imported on first use: importing th
 __all__ = ["gemm", "blocking_for", "default_threads"]
 
 
-from .threads import check_count, contended, default_threads, threads_for  # noqa: E402  (public: gemm.default_threads)
+from .threads import check_count, contended, contention_on, default_threads, threads_for  # noqa: E402  (public: gemm.default_threads)
 
 
 _BLOCKING: dict = {}
@@ -223,6 +223,15 @@ def _kernel(kernel):
     return get_kernel(kernel)
 
 
+def _if_contended(threads: int, macs: int, lib) -> int:
+    """A default count ``threads`` for a call of ``macs`` multiply-adds on kernel module
+    ``lib``: :func:`microkernel.threads.contended` with the module's pool counts when
+    ``$MICROKERNEL_CONTENTION=1`` (the pool is not asked otherwise), else ``threads``."""
+    if threads > 1 and contention_on():
+        return contended(threads, macs, lib.mk_pool_threads(1), lib.mk_pool_threads(0))
+    return threads
+
+
 def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
          blocking=None):
     """C := alpha * A @ B + beta * C, with BLAS semantics.
@@ -302,9 +311,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         raise TypeError(f"kernel {kern.name} takes {kern.spec.gemm_types.a} inputs, but A "
                         f"and B are float32; use an fp32 tile (or convert A and B)")
     ffi, lib, cblk = _driver(kern, blocking)
-    if auto and threads > 1 and os.environ.get("MICROKERNEL_CONTENTION") == "1":
-        threads = contended(threads, m * n * k, lib.mk_pool_threads(1),
-                            lib.mk_pool_threads(0))
+    if auto:
+        threads = _if_contended(threads, m * n * k, lib)
 
     # Views the driver cannot address element-wise (misaligned data, strides that are
     # not whole elements) go through aligned copies.

@@ -13,7 +13,6 @@ integer C, alpha and beta are integers and the arithmetic wraps modulo 2^32.
 from __future__ import annotations
 
 import numbers
-import os
 
 import numpy as np
 
@@ -111,8 +110,8 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     dtype, alpha/beta not real), ValueError (shapes, non-integer alpha/beta of an
     integer GEMM, C overlapping A or B or not writeable, bad threads/blocking).
     """
-    from .gemm import _check_output, _check_rc, _dims, _driver
-    from .threads import check_count, contended, threads_for
+    from .gemm import _check_output, _check_rc, _dims, _driver, _if_contended
+    from .threads import check_count, threads_for
     if (isinstance(A, np.ndarray) and isinstance(B, np.ndarray)
             and A.dtype == np.float32 and B.dtype == np.float32):
         raise TypeError("gemm_typed() takes bf16, fp16 and int8 / uint8 inputs; for float32 "
@@ -142,9 +141,8 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     if m == 0 or n == 0:
         return C
     ffi, lib, cblk = _driver(kern, blocking)
-    if auto and threads > 1 and os.environ.get("MICROKERNEL_CONTENTION") == "1":
-        threads = contended(threads, m * n * k, lib.mk_pool_threads(1),
-                            lib.mk_pool_threads(0))
+    if auto:
+        threads = _if_contended(threads, m * n * k, lib)
     if not _native(A):
         A = np.ascontiguousarray(A)
     if not _native(B):

@@ -45,7 +45,7 @@ import os
 __all__ = ["default_threads", "threads_for", "MACS_PER_THREAD", "prepare_runtime",
            "runtime_note", "SPIN_COUNT", "MicrokernelController", "available_cpus",
            "user_set_wait_policy", "max_threads", "check_count", "contended",
-           "runnable_threads", "process_threads", "CONTENTION_MAX"]
+           "runnable_threads", "process_threads", "CONTENTION_MAX", "contention_on"]
 
 #: the least work (multiply-adds) a default thread count gives each thread
 MACS_PER_THREAD = 1 << 20
@@ -95,27 +95,28 @@ def _parse(raw: str) -> int | None:
     return check_count(n, "MICROKERNEL_NUM_THREADS")
 
 
-def default_threads() -> int:
-    """Threads for gemm() when the call gives none: a threadpoolctl limit, else
-    ``$MICROKERNEL_NUM_THREADS``, else :func:`available_cpus`. Raises ValueError for
-    a bad environment value."""
+def _chosen() -> int | None:
+    """The count the user chose: a threadpoolctl limit, else ``$MICROKERNEL_NUM_THREADS``
+    (parsed once per value), else None. Raises ValueError for a bad environment value."""
     if _LIMIT[0] is not None:
         return _LIMIT[0]
     raw = os.environ.get("MICROKERNEL_NUM_THREADS", "")
     if raw not in _ENV:
         _ENV[raw] = _parse(raw)
-    n = _ENV[raw]
+    return _ENV[raw]
+
+
+def default_threads() -> int:
+    """Threads for gemm() when the call gives none: a threadpoolctl limit, else
+    ``$MICROKERNEL_NUM_THREADS``, else :func:`available_cpus`. Raises ValueError for
+    a bad environment value."""
+    n = _chosen()
     return n if n is not None else available_cpus()
 
 
-def _default_is_cpus() -> bool:
-    """Whether :func:`default_threads` is the CPU count (no limit, no environment)."""
-    if _LIMIT[0] is not None:
-        return False
-    raw = os.environ.get("MICROKERNEL_NUM_THREADS", "")
-    if raw not in _ENV:
-        _ENV[raw] = _parse(raw)
-    return _ENV[raw] is None
+def contention_on() -> bool:
+    """Whether ``$MICROKERNEL_CONTENTION=1`` switches :func:`contended` on."""
+    return os.environ.get("MICROKERNEL_CONTENTION", "") == "1"
 
 
 #: the most a contended call multiplies its default thread count by
@@ -175,7 +176,7 @@ def contended(t: int, macs: int, awake: int = 0, ours: int = 0) -> int:
     thread and for an explicit count (``threads=``, ``$MICROKERNEL_NUM_THREADS``, a
     threadpoolctl limit). Why it helps and when: the module docstring; measured:
     docs/design-notes.md, threads."""
-    if t < 2 or os.environ.get("MICROKERNEL_CONTENTION", "") != "1" or not _default_is_cpus():
+    if t < 2 or not contention_on() or _chosen() is not None:
         return t
     r = runnable_threads()
     if r is None or r - 1 - awake < max(1, t // 4):
