@@ -90,6 +90,10 @@
 #                                      and PyTorch back to back and paused), the thread tests;
 #                                      issue 21: `bench` of
 #                                      AMX bf16 at 4096 beside the tdpbf16ps loop, 15 rounds
+#   bash bench/device_cpu.sh roofline  issue 21: bench/amx_roofline.py (the AMX tile's k loop with its
+#                                      panels in L1 / L2 / L3, the tile loads alone, the peak
+#                                      loop with random operands, the ir loop without the driver,
+#                                      its C tiles' traffic, gemm() at 4096) on CPUs 5 and 13
 #   bash bench/device_cpu.sh chunks    the team's units per thread raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
@@ -493,6 +497,14 @@ if [ "${1:-}" = contention ]; then
     run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
         --sizes 4096 --rounds 15 --peers torch --json "$OUT/amx_bench4096_cpu9.json"
   } 2>&1 | tee "$OUT/device_contention.log"
+  exit 0
+fi
+if [ "${1:-}" = roofline ]; then
+  # issue 21: what the 2 x 2 AMX tile's k loop reaches with its panels in L1 / L2 / L3,
+  # the tile loads alone, the peak loop with random operands, and gemm() in the same rounds
+  {
+    run python3 bench/amx_roofline.py --cpus 5,13 --rounds 15 --sizes 4096 --json "$OUT/roofline.json"
+  } 2>&1 | tee "$OUT/device_roofline.log"
   exit 0
 fi
 if [ "${1:-}" = chunks ]; then
