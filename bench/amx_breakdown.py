@@ -14,9 +14,8 @@ results on purpose, so they are timed directly, never validated, never used othe
 
 ``--write-only`` also writes the prefetch variants ``pf{a,b,ab}{1,2}`` (real GEMMs: L1
 software prefetch of the next 1 or 2 k steps of the A / B / both panels, 32 lines
-each), ``t1{a,b,ab}`` (real GEMMs: the A / B / both panels' tiles loaded with
-TILELOADDT1, the streaming hint) and ``compactb`` (a real GEMM: B packed in sub-panels
-of 16 columns per k step, ``MK_B_SUBW``, so that each B tile is compact as A's), for ``microkernel compare --kernels "amx_bf16_32x32@DIR/pfa1.c;..."``, which
+each) and ``t1{a,b,ab}`` (real GEMMs: the A / B / both panels' tiles loaded with
+TILELOADDT1, the streaming hint), for ``microkernel compare --kernels "amx_bf16_32x32@DIR/pfa1.c;..."``, which
 validates them before it times them.
 
     python bench/amx_breakdown.py [--dir .amxvar] [--sizes 2048,4096] [--rounds 5]
@@ -84,13 +83,6 @@ def variant_sources(src: str) -> dict[str, str]:
             pf = "".join(f"        __builtin_prefetch((const void *)({p} + {d * 1024 + x * 32}), 0, 3);\n"
                          for x in range(32) for p in w)
             out[f"pf{w}{d}"] = _sub(src, anchor, pf + anchor)
-    # compact B tiles: the driver packs B in sub-panels of 16 columns per k step
-    # (MK_B_SUBW / MK_B_STEP, c_src/mk_pack.h), so each B tile is 1 KiB read at a stride
-    # of 64 bytes like A's (bench/amx_roofline.py: the k loop with B from L2 ran 4-7%
-    # faster with B tiles laid out so); a real GEMM
-    s = "#define MK_B_SUBW 16\n#define MK_B_STEP 32\n" + src
-    s = _sub(s, "_tile_loadd(6, b + 0, 128);", "_tile_loadd(6, b + 0, 64);")
-    out["compactb"] = _sub(s, "_tile_loadd(7, b + 32, 128);", "_tile_loadd(7, b + 512, 64);")
     return out
 
 

@@ -94,9 +94,6 @@
 #                                      panels in L1 / L2 / L3, the tile loads alone, the peak
 #                                      loop with random operands, the ir loop without the driver,
 #                                      its C tiles' traffic, gemm() at 4096) on CPUs 5 and 13
-#   bash bench/device_cpu.sh compactb  issue 21: the AMX bf16 kernel with compact B tiles (B in
-#                                      sub-panels of 16 columns per k step, MK_B_SUBW) raced
-#                                      against the kernel on CPUs 5 and 13; `bench` of both
 #   bash bench/device_cpu.sh chunks    the team's units per thread raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
@@ -508,23 +505,6 @@ if [ "${1:-}" = roofline ]; then
   {
     run python3 bench/amx_roofline.py --cpus 5,13 --rounds 15 --sizes 4096 --json "$OUT/roofline.json"
   } 2>&1 | tee "$OUT/device_roofline.log"
-  exit 0
-fi
-if [ "${1:-}" = compactb ]; then
-  # issue 21: AMX B tiles compact (B packed in sub-panels of 16 columns per k step,
-  # MK_B_SUBW) against the kernel as it is, on two calm CPUs, and bench's % of peak
-  python3 bench/amx_breakdown.py --write-only --dir .amxvar
-  {
-    run python3 -m microkernel validate --kernel amx_bf16_32x32 --source .amxvar/compactb.c
-    for cpu in 5 13; do
-      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 --rounds 11 \
-          --peers torch --kernels "amx_bf16_32x32;amx_bf16_32x32@.amxvar/compactb.c" \
-          --json "$OUT/compactb_cpu$cpu.json"
-    done
-    run taskset -c 5 python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
-        --kernel amx_bf16_32x32@.amxvar/compactb.c --sizes 4096 --rounds 11 --peers torch \
-        --json "$OUT/compactb_bench_cpu5.json"
-  } 2>&1 | tee "$OUT/device_compactb.log"
   exit 0
 fi
 if [ "${1:-}" = chunks ]; then

@@ -180,37 +180,8 @@ static inline void mk_pack_f32(int64_t width, int64_t kc, int64_t kcp, const flo
  * kc k-steps, converted element by element (MK_CVT_*), in K groups of g:
  * dst[(k/g)*w*g + l*g + k%g] = X(line l, k), with zeros past kc up to kcp (a multiple
  * of g) and past the last line. The loops read the source along its contiguous axis
- * (K when s_k == 1, the lines when s_l == 1). No overrun: MK_PACK_SLACK is unused.
- *
- * B's micro-panel may instead be split into sub-panels (the module defines MK_B_SUBW,
- * the lines of a sub-panel, and MK_B_STEP, the k of one micro-kernel step, a multiple
- * of g dividing kcp): each step of MK_B_STEP k holds its w / MK_B_SUBW sub-panels one
- * after the other, each laid out as above with MK_B_SUBW lines,
- *   X(l, k) at (k/S)*w*S + (l/W)*W*S + (k%S/g)*W*g + (l%W)*g + k%g  (W, S = MK_B_SUBW, MK_B_STEP),
- * so that one sub-panel of one step is contiguous (AMX: a B tile of 16 pair or quad
- * rows x 64 bytes, read at a stride of 64 bytes like A's instead of the panel's
- * NR x 4 bytes). With W = w and S = g it is the plain layout. */
-#define MK_IDX_PLAIN(l, k, w, G) (((k) / (G)) * (w) * (G) + (l) * (G) + (k) % (G))
-#ifdef MK_B_SUBW
-#if MK_B_STEP % MK_GB != 0
-#error "MK_B_STEP must be a multiple of MK_GB"
-#endif
-#if MK_B_SUBW % 8 != 0 || MK_B_STEP % (8 * MK_GB) != 0
-#error "MK_B_SUBW: the 8 x 8 transposes need sub-panels of 8k lines and steps of 8k groups"
-#endif
-#ifdef MK_B_COLSUM
-#error "MK_B_SUBW: B's column-sum trailer assumes the plain layout"
-#endif
-#define MK_IDX_B(l, k, w, G)                                                             \
-    (((k) / MK_B_STEP) * (w) * MK_B_STEP + ((l) / MK_B_SUBW) * MK_B_SUBW * MK_B_STEP     \
-     + ((k) % MK_B_STEP / (G)) * MK_B_SUBW * (G) + ((l) % MK_B_SUBW) * (G) + (k) % (G))
-#define MK_SUBW_B(w) MK_B_SUBW
-#else
-#define MK_IDX_B MK_IDX_PLAIN
-#define MK_SUBW_B(w) (w)
-#endif
-#define MK_SUBW_A(w) (w)
-#define MK_DEFINE_PACK(name, SRC, DST, G, CVT, FAST, TRAILER, IDX)                       \
+ * (K when s_k == 1, the lines when s_l == 1). No overrun: MK_PACK_SLACK is unused. */
+#define MK_DEFINE_PACK(name, SRC, DST, G, CVT, FAST, TRAILER)                            \
 static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s_l,     \
                  int64_t s_k, int64_t w, DST *restrict dst)                             \
 {                                                                                        \
@@ -223,15 +194,15 @@ static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s
         if (s_k == 1) {                                                                  \
             for (int64_t l = 0; l < wcur; ++l)                                           \
                 for (int64_t k = k0; k < kc; ++k)                                        \
-                    d[IDX(l, k, w, G)] = CVT(xs[l * s_l + k]);                           \
+                    d[(k / (G)) * w * (G) + l * (G) + k % (G)] = CVT(xs[l * s_l + k]);   \
         } else {                                                                         \
             for (int64_t k = k0; k < kc; ++k)                                            \
                 for (int64_t l = 0; l < wcur; ++l)                                       \
-                    d[IDX(l, k, w, G)] = CVT(xs[l * s_l + k * s_k]);                     \
+                    d[(k / (G)) * w * (G) + l * (G) + k % (G)] = CVT(xs[l * s_l + k * s_k]); \
         }                                                                                \
         for (int64_t k = wcur < w ? 0 : kc; k < kcp; ++k)   /* the zero padding */       \
             for (int64_t l = (k < kc ? wcur : 0); l < w; ++l)                            \
-                d[IDX(l, k, w, G)] = (DST)0;                                             \
+                d[(k / (G)) * w * (G) + l * (G) + k % (G)] = (DST)0;                     \
         TRAILER(d, w, kcp);                                                              \
     }                                                                                    \
 }
@@ -255,7 +226,7 @@ static void name(int64_t width, int64_t kc, int64_t kcp, const SRC *x, int64_t s
  *     AMX's B; quads for VNNI and AMX int8): the interleave of g source rows of wcur
  *     elements (row k of B is columns l0.. of B's k-th row), d[(k/g)*w*g + l*g + k%g],
  *     which GCC vectorises into unpacks/permutes. */
-#define MK_DEFINE_FAST(name, SRC, DST, G, COPY, CVT, IDX, SUBW)                          \
+#define MK_DEFINE_FAST(name, SRC, DST, G, COPY, CVT)                                     \
 static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,        \
                            int64_t s_k, int64_t w, DST *restrict d)                     \
 {                                                                                        \
@@ -276,9 +247,7 @@ static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,
                         t[l][j] = CVT(r[j]);                                             \
                     p[l] = (const float *)(const void *)t[l];                            \
                 }                                                                        \
-                /* 8 lines of one sub-panel (SUBW(w) lines, a multiple of 8), 8 groups of \
-                   one step: rows of 4 bytes SUBW(w) apart */                            \
-                mk_transpose8(p, (float *)(void *)(d + IDX(l0, k, w, G)), SUBW(w));      \
+                mk_transpose8(p, (float *)(void *)d + k / (G) * w + l0, w);              \
             }                                                                            \
         return kq;                                                                       \
     }                                                                                    \
@@ -287,20 +256,16 @@ static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,
     if (s_k == 1 && (G) > 1) {                                                           \
         for (int64_t l = 0; l < wcur; ++l)                                               \
             for (int64_t k = 0; k < kv; k += (G))                                        \
-                memcpy(d + IDX(l, k, w, G), xs + l * s_l + k, (G) * sizeof(DST));        \
+                memcpy(d + k * w + l * (G), xs + l * s_l + k, (G) * sizeof(DST));        \
         return kv;                                                                       \
     }                                                                                    \
     if (s_l == 1 && (G) <= 4 && (G) > 1) {                                               \
-        const int64_t sw = SUBW(w);                                                      \
         for (int64_t k = 0; k < kv; k += (G)) {                                          \
+            DST *restrict dk = d + k * w;                                                \
             const SRC *r0 = xs + k * s_k;                                                \
-            for (int64_t lb = 0; lb < wcur; lb += sw) {   /* each sub-panel's lines */   \
-                DST *restrict dk = d + IDX(lb, k, w, G);                                 \
-                const int64_t le = mk_min(sw, wcur - lb);                                \
-                for (int64_t l = 0; l < le; ++l)                                         \
-                    for (int g = 0; g < (G); ++g)                                        \
-                        dk[l * (G) + g] = (DST)r0[g * s_k + lb + l];                     \
-            }                                                                            \
+            for (int64_t l = 0; l < wcur; ++l)                                           \
+                for (int g = 0; g < (G); ++g)                                            \
+                    dk[l * (G) + g] = (DST)r0[g * s_k + l];                              \
         }                                                                                \
         return kv;                                                                       \
     }                                                                                    \
@@ -312,8 +277,8 @@ static inline int64_t name(int64_t wcur, int64_t kc, const SRC *xs, int64_t s_l,
 #ifndef MK_COPY_B
 #define MK_COPY_B 0
 #endif
-MK_DEFINE_FAST(mk_pack_a_fast, MK_SA, MK_TA, MK_GA, MK_COPY_A, MK_CVT_A, MK_IDX_PLAIN, MK_SUBW_A)
-MK_DEFINE_FAST(mk_pack_b_fast, MK_SB, MK_TB, MK_GB, MK_COPY_B, MK_CVT_B, MK_IDX_B, MK_SUBW_B)
+MK_DEFINE_FAST(mk_pack_a_fast, MK_SA, MK_TA, MK_GA, MK_COPY_A, MK_CVT_A)
+MK_DEFINE_FAST(mk_pack_b_fast, MK_SB, MK_TB, MK_GB, MK_COPY_B, MK_CVT_B)
 #define MK_NO_TRAILER(d, w, kcp) ((void)0)
 #ifdef MK_B_COLSUM
 _Static_assert(MK_GB == MK_G && MK_G * sizeof(MK_TB) == 4,
@@ -339,8 +304,8 @@ static void mk_b_colsums(MK_TB *restrict d, int64_t w, int64_t kcp)
 #else
 #define MK_B_PANEL_TRAILER MK_NO_TRAILER
 #endif
-MK_DEFINE_PACK(mk_pack_a, MK_SA, MK_TA, MK_GA, MK_CVT_A, mk_pack_a_fast, MK_NO_TRAILER, MK_IDX_PLAIN)
-MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B, mk_pack_b_fast, MK_B_PANEL_TRAILER, MK_IDX_B)
+MK_DEFINE_PACK(mk_pack_a, MK_SA, MK_TA, MK_GA, MK_CVT_A, mk_pack_a_fast, MK_NO_TRAILER)
+MK_DEFINE_PACK(mk_pack_b, MK_SB, MK_TB, MK_GB, MK_CVT_B, mk_pack_b_fast, MK_B_PANEL_TRAILER)
 #undef MK_DEFINE_PACK
 #undef MK_DEFINE_FAST
 #endif
