@@ -94,6 +94,9 @@
 #                                      panels in L1 / L2 / L3, the tile loads alone, the peak
 #                                      loop with random operands, the ir loop without the driver,
 #                                      its C tiles' traffic, gemm() at 4096) on CPUs 5 and 13
+#   bash bench/device_cpu.sh waits     issue 24: the flow's waits (mk_wait_step: yield, spin on, a
+#                                      20 us sleep) raced at 16 threads beside numpy and
+#                                      PyTorch, back to back and paused; the thread tests
 #   bash bench/device_cpu.sh chunks    the team's units per thread raced at 16 and 4 threads
 #                                      (`compare` NAME:chunks=N, with numpy and PyTorch) and
 #                                      bench/host_cores.py
@@ -505,6 +508,21 @@ if [ "${1:-}" = roofline ]; then
   {
     run python3 bench/amx_roofline.py --cpus 5,13 --rounds 15 --sizes 4096 --json "$OUT/roofline.json"
   } 2>&1 | tee "$OUT/device_roofline.log"
+  exit 0
+fi
+if [ "${1:-}" = waits ]; then
+  # issue 24: how the flow's and the pool's waits give their core away after
+  # MK_SPIN_BEFORE_YIELD spins (c_src/mk_pool.h, mk_wait_step): sched_yield (the
+  # default), never (spin on), or a 20 us sleep; raced at 16 threads beside numpy and
+  # PyTorch back to back (their workers still spinning) and paused
+  k=$(f32)
+  variant MK_SPIN_BEFORE_YIELD=0xFFFFFFFFu noyield $k
+  variant MK_WAIT_SLEEP_NS=20000 sleep $k
+  {
+    run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py
+    race16 waits_b2b.json 256,512,1024,2048,4096 41 0 "$k;$k@.amxvar/noyield_$k.c;$k@.amxvar/sleep_$k.c"
+    race16 waits_pause.json 256,512,1024,2048,4096 9 0.3 "$k;$k@.amxvar/noyield_$k.c;$k@.amxvar/sleep_$k.c"
+  } 2>&1 | tee "$OUT/device_waits.log"
   exit 0
 fi
 if [ "${1:-}" = chunks ]; then

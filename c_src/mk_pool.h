@@ -47,6 +47,30 @@ static inline void mk_cpu_relax(void)
 #endif
 }
 
+/* One step of a wait on another thread (the flow's items, the caller's wait for the
+ * pool's joiners): MK_SPIN_BEFORE_YIELD spins, then the core is given away each step,
+ * by sched_yield or, with MK_WAIT_SLEEP_NS defined, a sleep of that many nanoseconds
+ * (an experiment: under EEVDF a yield moves the thread's deadline a whole slice on, a
+ * sleeper is placed with its lag when it wakes). */
+#ifndef MK_SPIN_BEFORE_YIELD
+#define MK_SPIN_BEFORE_YIELD 4096u
+#endif
+#include <sched.h>
+#include <time.h>
+static inline void mk_wait_step(unsigned spins)
+{
+    if (spins < (unsigned)(MK_SPIN_BEFORE_YIELD)) {
+        mk_cpu_relax();
+        return;
+    }
+#ifdef MK_WAIT_SLEEP_NS
+    const struct timespec nap = {0, MK_WAIT_SLEEP_NS};
+    nanosleep(&nap, NULL);
+#else
+    sched_yield();
+#endif
+}
+
 #if defined(__linux__) && !defined(MK_NO_POOL)
 #include <pthread.h>
 #include <sched.h>
@@ -235,10 +259,7 @@ static int mk_pool_run(mk_pool_fn fn, void *arg, int threads)
     fn(arg, 0);
     uint64_t s = __atomic_fetch_or(&mk_pool.state, MK_POOL_CLOSED, __ATOMIC_SEQ_CST);
     for (unsigned spins = 0; MK_POOL_INSIDE(s) > 0; ++spins) {
-        if (spins < 4096)
-            mk_cpu_relax();
-        else
-            sched_yield();                           /* a joiner may be descheduled here */
+        mk_wait_step(spins);                         /* a joiner may be descheduled here */
         s = __atomic_load_n(&mk_pool.state, __ATOMIC_ACQUIRE);
     }
     pthread_mutex_unlock(&mk_pool.lock);

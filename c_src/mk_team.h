@@ -3,7 +3,7 @@
  * Part of the one GEMM driver, included by driver.c only, in its order (not a header
  * of its own).
  * Uses: mk_call, mk_macro, mk_loops, mk_pack_b_panel, mk_lead, mk_team_b_stride
- * (mk_loops.h), mk_ws_get (mk_workspace.h), mk_pool_run and mk_cpu_relax (mk_pool.h).
+ * (mk_loops.h), mk_ws_get (mk_workspace.h), mk_pool_run and mk_wait_step (mk_pool.h).
  * Gives mk_team_grid, mk_loops_flow and mk_run_team. */
 
 /* The team's grid: tm rows x tn columns of threads. MK_GRID_ROWS: tm the largest
@@ -138,12 +138,8 @@ static int64_t mk_flow_blocks(int64_t n, int64_t k, int64_t nc_blk, int64_t kc_b
 
 static void mk_flow_wait(const int64_t *p, int64_t v)
 {
-    for (unsigned spins = 0; __atomic_load_n(p, __ATOMIC_ACQUIRE) < v; ++spins) {
-        if (spins < 4096)
-            mk_cpu_relax();
-        else
-            sched_yield();             /* its producer may be descheduled on our core */
-    }
+    for (unsigned spins = 0; __atomic_load_n(p, __ATOMIC_ACQUIRE) < v; ++spins)
+        mk_wait_step(spins);           /* its producer may be descheduled on our core */
 }
 
 static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
