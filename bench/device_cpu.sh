@@ -514,7 +514,7 @@ if [ "${1:-}" = waits ]; then
   # issue 24: how the flow's and the pool's waits give their core away after
   # MK_SPIN_BEFORE_YIELD spins (c_src/mk_pool.h, mk_wait_step): sched_yield (the
   # default), never (spin on), or a 20 us sleep; raced at 16 threads beside numpy and
-  # PyTorch back to back (their workers still spinning) and paused
+  # PyTorch back to back (their workers still spinning) and paused, then alone
   k=$(f32)
   variant MK_SPIN_BEFORE_YIELD=0xFFFFFFFFu noyield $k
   variant MK_WAIT_SLEEP_NS=20000 sleep $k
@@ -522,6 +522,10 @@ if [ "${1:-}" = waits ]; then
     run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py
     race16 waits_b2b.json 256,512,1024,2048,4096 41 0 "$k;$k@.amxvar/noyield_$k.c;$k@.amxvar/sleep_$k.c"
     race16 waits_pause.json 256,512,1024,2048,4096 9 0.3 "$k;$k@.amxvar/noyield_$k.c;$k@.amxvar/sleep_$k.c"
+    # ours alone (no peer in the process's rounds): does the wait matter without others?
+    run env OMP_NUM_THREADS=16 python3 -m microkernel compare --peers "" --threads 16 \
+        --kernels "$k;$k@.amxvar/noyield_$k.c;$k@.amxvar/sleep_$k.c" --sizes 256,512,1024,2048,4096 \
+        --rounds 21 --pause 0 --json "$OUT/waits_alone.json"
   } 2>&1 | tee "$OUT/device_waits.log"
   exit 0
 fi
