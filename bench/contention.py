@@ -28,7 +28,8 @@ import subprocess
 import sys
 import textwrap
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from threads import child_env  # noqa: E402  (bench/threads.py: the timing processes' environment)
 
 CHILD = textwrap.dedent("""
     import collections, json, os, statistics, sys
@@ -85,11 +86,9 @@ CHILD = textwrap.dedent("""
 
 
 def child(sizes, rounds, pause, peers, env_extra=None):
-    env = {**os.environ, **(env_extra or {}), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                "MICROKERNEL_CONTENTION", "MICROKERNEL_NUM_THREADS"):
-        env.pop(var, None)                  # every library at its own default: all CPUs
+    # every library at its own default thread count: all CPUs
+    env = child_env(env_extra, drop=("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                     "MICROKERNEL_CONTENTION", "MICROKERNEL_NUM_THREADS"))
     res = subprocess.run([sys.executable, "-c", CHILD, ",".join(map(str, sizes)), str(rounds),
                           str(pause), ",".join(peers)], capture_output=True, text=True,
                          env=env, timeout=1800)

@@ -87,10 +87,19 @@ ALONE = textwrap.dedent("""
 """)
 
 
+def child_env(extra=None, drop=()):
+    """The environment of a timing process: this one's with the repository root first on
+    PYTHONPATH (the child imports this tree's microkernel), ``extra`` added and the
+    variables named in ``drop`` removed (bench/contention.py uses it too)."""
+    env = {**os.environ, **(extra or {}), "PYTHONPATH": os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    for var in drop:
+        env.pop(var, None)
+    return env
+
+
 def alone(lib, threads, sizes, env_extra):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
-           **env_extra}
+    env = child_env(env_extra)
     res = subprocess.run([sys.executable, "-c", ALONE, lib, ",".join(map(str, threads)),
                           ",".join(map(str, sizes))], capture_output=True, text=True, env=env,
                          timeout=1800)

@@ -223,12 +223,14 @@ def _kernel(kernel):
     return get_kernel(kernel)
 
 
-def _if_contended(threads: int, macs: int, lib) -> int:
-    """A default count ``threads`` for a call of ``macs`` multiply-adds on kernel module
-    ``lib``: :func:`microkernel.threads.contended` with the module's pool counts when
-    ``$MICROKERNEL_CONTENTION=1`` (the pool is not asked otherwise), else ``threads``."""
+def _if_contended(threads: int, macs: int) -> int:
+    """A default count ``threads`` for a call of ``macs`` multiply-adds:
+    :func:`microkernel.threads.contended` with the pool workers of every loaded kernel
+    module as ours (:func:`microkernel.kernel.pool_threads`) when
+    ``$MICROKERNEL_CONTENTION=1`` (the pools are not asked otherwise), else ``threads``."""
     if threads > 1 and contention_on():
-        return contended(threads, macs, lib.mk_pool_threads(1), lib.mk_pool_threads(0))
+        from .kernel import pool_threads
+        return contended(threads, macs, pool_threads(1), pool_threads(0))
     return threads
 
 
@@ -312,7 +314,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
                         f"and B are float32; use an fp32 tile (or convert A and B)")
     ffi, lib, cblk = _driver(kern, blocking)
     if auto:
-        threads = _if_contended(threads, m * n * k, lib)
+        threads = _if_contended(threads, m * n * k)
 
     # Views the driver cannot address element-wise (misaligned data, strides that are
     # not whole elements) go through aligned copies.

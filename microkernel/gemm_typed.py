@@ -142,7 +142,7 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         return C
     ffi, lib, cblk = _driver(kern, blocking)
     if auto:
-        threads = _if_contended(threads, m * n * k, lib)
+        threads = _if_contended(threads, m * n * k)
     if not _native(A):
         A = np.ascontiguousarray(A)
     if not _native(B):

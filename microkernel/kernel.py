@@ -261,6 +261,18 @@ def compile_only(spec: TileSpec):
     return build.build_module(**_build_args(spec))[1]
 
 
+#: every kernel module :func:`load` imported in this process, in order (each has its own
+#: pool of worker threads, c_src/mk_pool.h)
+LOADED: list[Kernel] = []
+
+
+def pool_threads(awake: int) -> int:
+    """The pool workers of every kernel module this process loaded (``mk_pool_threads``
+    summed over :data:`LOADED`): all of them with ``awake`` = 0; with 1, those in a job,
+    spinning after one, or woken and not yet running."""
+    return sum(k.lib.mk_pool_threads(awake) for k in list(LOADED))
+
+
 @functools.lru_cache(maxsize=None)
 def load(spec: TileSpec, ukernel_source: str | None = None,
          source_path: str | None = None) -> Kernel:
@@ -277,5 +289,7 @@ def load(spec: TileSpec, ukernel_source: str | None = None,
         raise ValueError("load(): ukernel_source and source_path go together")
     from .threads import prepare_runtime
     prepare_runtime()                   # before the module (and libgomp) loads
-    return Kernel(spec, build.load_module(**_build_args(spec, ukernel_source, source_path)),
-                  source_path)
+    k = Kernel(spec, build.load_module(**_build_args(spec, ukernel_source, source_path)),
+               source_path)
+    LOADED.append(k)
+    return k

@@ -162,10 +162,11 @@ def contended(t: int, macs: int, awake: int = 0, ours: int = 0) -> int:
 
     "Such threads" is the smaller of two counts: the runnable threads of the whole
     system (:func:`runnable_threads`) less the caller and our ``awake`` pool workers
-    (``mk_pool_threads(1)``: those in or spinning after a job, and those woken but not
-    yet running, whom the kernel already counts as runnable), and this process's
-    threads (:func:`process_threads`) less the caller and the ``ours`` workers of the
-    call's pool (``mk_pool_threads(0)``, all of them). So other processes' load adds
+    (:func:`microkernel.kernel.pool_threads` (1) over every loaded kernel module: those
+    in or spinning after a job, and those woken but not yet running, whom the kernel
+    already counts as runnable), and this process's threads (:func:`process_threads`)
+    less the caller and the ``ours`` workers of those pools (``pool_threads(0)``, all of
+    them). So other processes' load adds
     nothing when our process has no other threads (several processes of gemm() do not
     outbid each other), and a process whose other threads sleep adds nothing when
     nothing runs.
