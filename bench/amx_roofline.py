@@ -40,8 +40,11 @@ rounds pinned to one CPU (:class:`microkernel.timing.Rounds`):
 
 Per contender: GFLOP/s (the loads: GB/s) and % of ``peak`` paired by round
 (:func:`microkernel.bench.paired_pct_peak`), with 95% bootstrap intervals; for the
-loads also bytes per cycle, taking the peak loop's rate as 1024 flops per cycle
-(16 x 16 x 32 x 2 per tdpbf16ps every 16 cycles: the core's clock from the peak).
+loads also bytes per cycle of the peak loop's clock (its rate over 1024 flops per
+cycle: 16 x 16 x 32 x 2 per tdpbf16ps every 16 cycles). That is an estimate: a loop of
+loads alone need not run at the clock the TMUL loop runs at (on the calm host the L1
+loads read 139 such bytes per cycle, more than two 64-byte loads a cycle), so the
+GB/s are the figure to compare.
 
     python bench/amx_roofline.py [--cpus 9] [--rounds 9] [--sizes 2048,4096]
                                  [--blocking "mc=128;kc=4096,mc=128"]
@@ -292,6 +295,17 @@ TDP_FLOPS = 16 * 16 * 32 * 2
 PEAK_FLOPS_PER_CYCLE = TDP_FLOPS // 16
 
 
+def _check_sizes() -> None:
+    """The C loops wrap a buffer when a 2 KiB step reaches its end exactly, and the ir
+    loop needs at least one micro-panel per buffer: sizes that break either would read
+    past a buffer, so they stop here."""
+    for name, ab, bb in LOOPS + LOADS:
+        assert ab % 2048 == 0 and bb % 2048 == 0, f"{name}: buffers of whole 2 KiB steps"
+    for name, steps, _mode, cb in IRLOOPS:
+        assert IR_A >= steps * 2048 and IR_B >= steps * 2048, f"{name}: a micro-panel per buffer"
+        assert IR_A % (steps * 2048) == 0 and IR_B % (steps * 2048) == 0 and cb % 4096 == 0, name
+
+
 def build():
     """The cffi module of :data:`SOURCE`, built with the amx ISA's flags."""
     from microkernel.build import load_module
@@ -301,7 +315,7 @@ def build():
 
 def contenders(mod, n_sizes=(2048, 4096), blockings=()):
     """Every contender of the module docstring, on one shape ("roof"), with gemm() also
-    at each blocking override of ``blockings`` (``"kc=4096,mc=128"``: the model's
+    at each blocking override of ``blockings`` (``{"kc": 4096, "mc": 128}``: the model's
     blocking with those values). Returns the list and the buffers they read (kept alive
     by the caller)."""
     import numpy as np
@@ -310,6 +324,7 @@ def contenders(mod, n_sizes=(2048, 4096), blockings=()):
     from microkernel import bench
     from microkernel.timing import Contender
 
+    _check_sizes()
     ffi, lib = mod.ffi, mod.lib
     rng = np.random.default_rng(0)
     keep = []
@@ -317,7 +332,7 @@ def contenders(mod, n_sizes=(2048, 4096), blockings=()):
     def buf(nbytes, offset=0):
         """``nbytes`` of random bf16 starting on a page (numpy aligns to 16 bytes only:
         a tile row of 64 bytes would then straddle two lines, as a packed panel's never does)"""
-        raw = np.empty(nbytes + 4096, np.uint8)
+        raw = np.empty(nbytes + 4096 + offset, np.uint8)
         off = -raw.ctypes.data % 4096 + offset
         x = raw[off:off + nbytes].view(ml_dtypes.bfloat16)
         x[...] = rng.standard_normal(nbytes // 2, dtype=np.float32).astype(ml_dtypes.bfloat16)
@@ -354,7 +369,6 @@ def contenders(mod, n_sizes=(2048, 4096), blockings=()):
         # "flops" here are bytes loaded (4 tiles of 1 KiB per step): reported as GB/s
         out.append(Contender(name, lambda pa=pa, pb=pb, ab=ab, bb=bb: lib.rf_loads(STEPS, pa, ab, pb, bb),
                              4096.0 * STEPS, "roof"))
-    from microkernel.commands.common import blocking_arg
     from microkernel.gemm import blocking_for
     for n in n_sizes:
         A = rng.standard_normal((n, n), dtype=np.float32).astype(ml_dtypes.bfloat16)
@@ -362,12 +376,20 @@ def contenders(mod, n_sizes=(2048, 4096), blockings=()):
         C = np.empty((n, n), np.float32)
         keep += [A, B, C]
         for over in (None, *blockings):
-            blk = None if over is None else blocking_for(kernel).replace(**blocking_arg(over))
-            out.append(Contender(f"gemm {n}" + ("" if over is None else f" {over}"),
+            blk = None if over is None else blocking_for(kernel).replace(**over)
+            label = "" if over is None else " " + ",".join(f"{k}={v}" for k, v in over.items())
+            out.append(Contender(f"gemm {n}" + label,
                                  lambda A=A, B=B, C=C, blk=blk: mk.gemm(A, B, C, kernel=kernel,
                                                                         threads=1, blocking=blk),
                                  2.0 * n ** 3, "roof"))
     return out, keep
+
+
+def _blockings(text: str) -> list[dict]:
+    """argparse type of --blocking: each ';'-separated override through the CLI's own
+    parser (``kc=N,mc=N,...``), so a typo stops before anything is built."""
+    from microkernel.commands.common import blocking_arg
+    return [blocking_arg(b) for b in text.split(";") if b]
 
 
 def main() -> int:
@@ -376,8 +398,8 @@ def main() -> int:
                     "(default: the first this process may run on)")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--sizes", default="2048,4096", help="gemm() sizes in the rounds")
-    ap.add_argument("--blocking", default="", help="';'-separated blocking overrides "
-                    "(\"mc=128;kc=4096,mc=128\"): gemm() at each size also with each")
+    ap.add_argument("--blocking", default=[], type=_blockings, help="';'-separated blocking "
+                    "overrides (\"mc=128;kc=4096,mc=128\"): gemm() at each size also with each")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import numpy as np
@@ -396,7 +418,7 @@ def main() -> int:
     out = {"kernel": KERNEL, "rounds": args.rounds, "steps": STEPS, "cpus": {}}
     for cpu in cpus:
         os.sched_setaffinity(0, {cpu})
-        cons, keep = contenders(mod, sizes, tuple(b for b in args.blocking.split(";") if b))
+        cons, keep = contenders(mod, sizes, tuple(args.blocking))
         r = Rounds(cons)
         for _ in range(args.rounds):
             r.round()
@@ -414,7 +436,7 @@ def main() -> int:
                 bpc = stats.bootstrap((rate / peak_g * PEAK_FLOPS_PER_CYCLE)[None, :])
                 row.update(unit="GB/s", bytes_per_cycle=bpc.point, bpc_lo=bpc.lo, bpc_hi=bpc.hi)
                 print(f"  {c.name:<28} {iv.point:8.1f} GB/s [{iv.lo:.1f}, {iv.hi:.1f}]"
-                      f"  {bpc.point:5.1f} bytes/cycle [{bpc.lo:.1f}, {bpc.hi:.1f}]")
+                      f"  {bpc.point:5.1f} bytes per peak-loop cycle [{bpc.lo:.1f}, {bpc.hi:.1f}]")
             else:
                 pct = bench.paired_pct_peak(r, "roof", c.name, "peak")
                 row.update(unit="GFLOP/s", pct_peak=pct.point, pct_lo=pct.lo, pct_hi=pct.hi)

@@ -36,8 +36,8 @@
  * Linux only (futex(2)); elsewhere, or in a module that defines MK_NO_POOL, the driver
  * runs the flow on OpenMP's team as before 2026-12-04, and so it does in a process
  * started with $MICROKERNEL_POOL=0 (read once). */
-/* One iteration of a spin wait: PAUSE on x86 (SDM vol. 2B), YIELD on aarch64; also the
- * driver's (mk_flow_wait). */
+/* One iteration of a spin wait: PAUSE on x86 (SDM vol. 2B), YIELD on aarch64 (the pool's
+ * workers after a job, and mk_wait_step below, which the driver's waits use too). */
 static inline void mk_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

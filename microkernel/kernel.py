@@ -270,7 +270,8 @@ def pool_threads(awake: int) -> int:
     """The pool workers of every kernel module this process loaded (``mk_pool_threads``
     summed over :data:`LOADED`): all of them with ``awake`` = 0; with 1, those in a job,
     spinning after one, or woken and not yet running."""
-    return sum(k.lib.mk_pool_threads(awake) for k in list(LOADED))
+    libs = {id(k.lib): k.lib for k in list(LOADED)}   # load() may race to one module twice
+    return sum(lib.mk_pool_threads(awake) for lib in libs.values())
 
 
 @functools.lru_cache(maxsize=None)
