@@ -146,6 +146,18 @@ double rf_peak(int64_t iters, const void *a, const void *b)
     return t1 - t0;
 }
 
+/* amx_bf16_32x32's k step (the order of microkernel/codegen/amx.py): A0 at pa, A1 at
+   pa + 1 KiB (rows of 64 bytes), B0 at pb, B1 at pb + b1 (rows bs bytes apart) */
+#define RF_STEP(pa, pb, b1, bs)                                                          \
+    _tile_loadd(4, pa, 64);                                                              \
+    _tile_loadd(6, pb, bs);                                                              \
+    _tile_dpbf16ps(0, 4, 6);                                                             \
+    _tile_loadd(7, (pb) + (b1), bs);                                                     \
+    _tile_dpbf16ps(1, 4, 7);                                                             \
+    _tile_loadd(5, (pa) + 1024, 64);                                                     \
+    _tile_dpbf16ps(2, 5, 6);                                                             \
+    _tile_dpbf16ps(3, 5, 7)
+
 /* amx_bf16_32x32's k step over panels cycling through a (a_bytes) and b (b_bytes),
    both multiples of 2 KiB: A0 at +0 and A1 at +1 KiB (rows of 64 bytes), B0 at +0 and
    B1 at +64 bytes (rows 128 bytes apart), 2 KiB of each per step; C stays in tmm0-3 */
@@ -162,14 +174,7 @@ double rf_loop(int64_t steps, const char *a, int64_t a_bytes, const char *b, int
     double t0 = rf_now();
     for (int64_t s = 0; s < steps; ++s) {
         const char *pa = a + ia, *pb = b + ib;
-        _tile_loadd(4, pa, 64);
-        _tile_loadd(6, pb, bs);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_loadd(7, pb + b1, bs);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_loadd(5, pa + 1024, 64);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+        RF_STEP(pa, pb, b1, bs);
         ia += 2048; if (ia == a_bytes) ia = 0;
         ib += 2048; if (ib == b_bytes) ib = 0;
     }
@@ -189,15 +194,6 @@ double rf_loop(int64_t steps, const char *a, int64_t a_bytes, const char *b, int
    register at once, so that the next call starts on loaded tiles. mode 0: C never
    leaves the tile registers. */
 enum { RF_LOAD = 1, RF_ZERO = 2, RF_STORE = 4, RF_EARLY = 8, RF_NEXT = 16 };
-#define RF_STEP(pa, pb)                                                                  \
-    _tile_loadd(4, pa, 64);                                                              \
-    _tile_loadd(6, pb, 128);                                                             \
-    _tile_dpbf16ps(0, 4, 6);                                                             \
-    _tile_loadd(7, pb + 64, 128);                                                        \
-    _tile_dpbf16ps(1, 4, 7);                                                             \
-    _tile_loadd(5, pa + 1024, 64);                                                       \
-    _tile_dpbf16ps(2, 5, 6);                                                             \
-    _tile_dpbf16ps(3, 5, 7)
 double rf_irloop(int64_t calls, int64_t kc_steps, const char *a, int64_t a_bytes,
                  const char *b, int64_t b_bytes, float *c, int64_t c_bytes, int mode)
 {
@@ -226,7 +222,7 @@ double rf_irloop(int64_t calls, int64_t kc_steps, const char *a, int64_t a_bytes
         }
         const int64_t body = (mode & RF_EARLY) ? kc_steps - 1 : kc_steps;
         for (int64_t s = 0; s < body; ++s) {
-            RF_STEP(pa, pb);
+            RF_STEP(pa, pb, 64, 128);
             pa += 2048;
             pb += 2048;
         }
