@@ -28,8 +28,13 @@ rounds pinned to one CPU (:class:`microkernel.timing.Rounds`):
   block), ``+ C zero`` only zeroes them, ``+ C store only`` only stores them, ``+ C in
   L1`` loads and stores one 4 KiB slot, ``+ C early`` stores each tile right after its
   last product in a peeled last step, ``+ C early next`` also loads the next call's
-  tile into that register there; ``KC 4096 + C stores``: calls of 128 k steps (A block
-  of 4 micro-panels, MC = 128), C zeroed and stored;
+  tile into that register there, ``+ C lag`` stores each tile one product later (the
+  last one in the next call's first k step); ``KC 4096 + C stores``: calls of 128 k
+  steps (A block of 4 micro-panels, MC = 128), C zeroed and stored;
+* ``ir KC 256 ...`` / ``ir KC 384 ...`` (:data:`IRSMALL`): the ir loop at a KC whose B
+  micro-panel (16 / 24 KiB) L1 can hold across the ir loop, A blocks of MC = 1024 rows,
+  8 B micro-panels, C tiles of a 1 MiB buffer (MC = 1024 x NC = 256) loaded and stored
+  every call (``+ C``, ``+ C early next``, ``+ C lag``);
 * ``... compact B`` (the loops of :data:`COMPACT_TOO`): each B tile 1 KiB with rows 64
   bytes apart, as A's, instead of the two B tiles of a k step interleaved in rows of 128
   bytes (the packed B micro-panel of NR = 32);
@@ -48,7 +53,7 @@ GB/s are the figure to compare.
 
     python bench/amx_roofline.py [--cpus 9] [--rounds 9] [--sizes 2048,4096]
                                  [--blocking "mc=128;kc=4096,mc=128"]
-                                 [--json PATH]
+                                 [--only "ir KC,gemm"] [--json PATH]
 
 Exits 2 with a message where the probe does not clear AMX. Nothing is asserted: this
 script measures and reports.
@@ -76,8 +81,8 @@ STEPS = 50_000           # k steps per call of a loop: 3.3 Gflop
 #: the ir loop: KC = 2048 (64 k steps), an A block of MC = 256 rows (1 MiB), B micro-panels
 #: of 8 jr steps (1 MiB), C tiles of 8 x 8 calls (256 KiB)
 IR_KC_STEPS, IR_A, IR_B, IR_C = 64, 1024 * KIB, 1024 * KIB, 256 * KIB
-LOAD, ZERO, STORE, EARLY, NEXT = 1, 2, 4, 8, 16      # rf_irloop's modes (SOURCE)
-#: (name, k steps per call, mode, bytes of C slots) of the ir loops
+LOAD, ZERO, STORE, EARLY, NEXT, LAG = 1, 2, 4, 8, 16, 32     # rf_irloop's modes (SOURCE)
+#: (name, k steps per call, mode, bytes of C slots) of the ir loops at gemm()'s KC = 2048
 IRLOOPS = (("ir loop", IR_KC_STEPS, 0, IR_C),
            ("ir loop + C", IR_KC_STEPS, LOAD | STORE, IR_C),
            ("ir loop + C stores", IR_KC_STEPS, ZERO | STORE, IR_C),
@@ -86,7 +91,17 @@ IRLOOPS = (("ir loop", IR_KC_STEPS, 0, IR_C),
            ("ir loop + C in L1", IR_KC_STEPS, LOAD | STORE, 4 * KIB),
            ("ir loop + C early", IR_KC_STEPS, LOAD | EARLY, IR_C),
            ("ir loop + C early next", IR_KC_STEPS, LOAD | EARLY | NEXT, IR_C),
+           ("ir loop + C lag", IR_KC_STEPS, LOAD | EARLY | NEXT | LAG, IR_C),
            ("ir loop KC 4096 + C stores", 2 * IR_KC_STEPS, ZERO | STORE, IR_C))
+#: (name, k steps per call, mode, A block, B buffer, C slots) of ir loops at a small KC,
+#: whose B micro-panel (k steps x 2 KiB) L1 can hold across the ir loop ("loop A 512K B
+#: 16K" reaches the peak) while the C tiles (a buffer of MC x NC fp32: 1 MiB at MC =
+#: 1024, NC = 256) make a round trip every call: KC = 256 (8 k steps) and 384 (12), MC =
+#: 1024 (32 micro-panels of A), 8 B micro-panels (NC = 256)
+IRSMALL = tuple((f"ir KC {32 * st}{label}", st, mode, 32 * st * 2 * KIB, 8 * st * 2 * KIB, 1024 * KIB)
+                for st in (8, 12)
+                for label, mode in ((" + C", LOAD | STORE), (" + C early next", LOAD | EARLY | NEXT),
+                                    (" + C lag", LOAD | EARLY | NEXT | LAG)))
 PEAK_ITERS = 50_000      # iterations of the random-operand peak loop per call
 
 CDEF = """
@@ -191,9 +206,11 @@ double rf_loop(int64_t steps, const char *a, int64_t a_bytes, const char *b, int
    block), RF_ZERO zeroes them (a first KC block), RF_STORE stores them at its end;
    RF_EARLY peels the last k step and stores each C tile right after its last product;
    RF_NEXT (with RF_EARLY and RF_LOAD) then loads the next call's C tile into the same
-   register at once, so that the next call starts on loaded tiles. mode 0: C never
-   leaves the tile registers. */
-enum { RF_LOAD = 1, RF_ZERO = 2, RF_STORE = 4, RF_EARLY = 8, RF_NEXT = 16 };
+   register at once, so that the next call starts on loaded tiles; RF_LAG (with those)
+   stores each tile one product later, the last (C11) in the next call's first step
+   (the TMUL need not wait for a product's result before its next product). mode 0: C
+   never leaves the tile registers. */
+enum { RF_LOAD = 1, RF_ZERO = 2, RF_STORE = 4, RF_EARLY = 8, RF_NEXT = 16, RF_LAG = 32 };
 double rf_irloop(int64_t calls, int64_t kc_steps, const char *a, int64_t a_bytes,
                  const char *b, int64_t b_bytes, float *c, int64_t c_bytes, int mode)
 {
@@ -202,6 +219,7 @@ double rf_irloop(int64_t calls, int64_t kc_steps, const char *a, int64_t a_bytes
     const int64_t panel = kc_steps * 2048, nir = a_bytes / panel, njr = b_bytes / panel;
     const int64_t slots = c_bytes / 4096;
     int64_t ir = 0, jr = 0, slot = 0;
+    float *lag = c;
     _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
     if (mode & RF_NEXT) {
         _tile_loadd(0, c, 64); _tile_loadd(1, c + 256, 64);
@@ -221,12 +239,44 @@ double rf_irloop(int64_t calls, int64_t kc_steps, const char *a, int64_t a_bytes
             _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
         }
         const int64_t body = (mode & RF_EARLY) ? kc_steps - 1 : kc_steps;
-        for (int64_t s = 0; s < body; ++s) {
+        int64_t s0 = 0;
+        if ((mode & RF_LAG) && call > 0) {           /* the last tile of the last call out */
+            _tile_loadd(4, pa, 64);
+            _tile_loadd(6, pb, 128);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_loadd(7, pb + 64, 128);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_loadd(5, pa + 1024, 64);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_stored(3, lag + 768, 64);
+            _tile_loadd(3, pc + 768, 64);
+            _tile_dpbf16ps(3, 5, 7);
+            pa += 2048;
+            pb += 2048;
+            s0 = 1;
+        }
+        for (int64_t s = s0; s < body; ++s) {
             RF_STEP(pa, pb, 64, 128);
             pa += 2048;
             pb += 2048;
         }
-        if (mode & RF_EARLY) {                       /* the last step, C out as it ends */
+        if (mode & RF_LAG) {          /* each C tile out one product after its last */
+            _tile_loadd(4, pa, 64);
+            _tile_loadd(6, pb, 128);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_loadd(7, pb + 64, 128);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_stored(0, pc, 64);
+            _tile_loadd(0, pn, 64);
+            _tile_loadd(5, pa + 1024, 64);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_stored(1, pc + 256, 64);
+            _tile_loadd(1, pn + 256, 64);
+            _tile_dpbf16ps(3, 5, 7);
+            _tile_stored(2, pc + 512, 64);
+            _tile_loadd(2, pn + 512, 64);
+            lag = pc;                   /* C11 goes out in the next call's first step */
+        } else if (mode & RF_EARLY) {                /* the last step, C out as it ends */
             _tile_loadd(4, pa, 64);
             _tile_loadd(6, pb, 128);
             _tile_dpbf16ps(0, 4, 6);
@@ -258,6 +308,8 @@ double rf_irloop(int64_t calls, int64_t kc_steps, const char *a, int64_t a_bytes
         }
     }
     double t1 = rf_now();
+    if (mode & RF_LAG)
+        _tile_stored(3, lag + 768, 64);
     rf_sink();
     return t1 - t0;
 }
@@ -297,9 +349,15 @@ def _check_sizes() -> None:
     past a buffer, so they stop here."""
     for name, ab, bb in LOOPS + LOADS:
         assert ab % 2048 == 0 and bb % 2048 == 0, f"{name}: buffers of whole 2 KiB steps"
-    for name, steps, _mode, cb in IRLOOPS:
-        assert IR_A >= steps * 2048 and IR_B >= steps * 2048, f"{name}: a micro-panel per buffer"
-        assert IR_A % (steps * 2048) == 0 and IR_B % (steps * 2048) == 0 and cb % 4096 == 0, name
+    for name, steps, _mode, ab, bb, cb in _irloops():
+        assert ab >= steps * 2048 and bb >= steps * 2048, f"{name}: a micro-panel per buffer"
+        assert ab % (steps * 2048) == 0 and bb % (steps * 2048) == 0 and cb % 4096 == 0, name
+
+
+def _irloops():
+    """:data:`IRLOOPS` (A and B buffers of gemm()'s KC = 2048) and :data:`IRSMALL`, as
+    (name, k steps, mode, A bytes, B bytes, C bytes)."""
+    return tuple((n, st, m, IR_A, IR_B, cb) for n, st, m, cb in IRLOOPS) + IRSMALL
 
 
 def build():
@@ -309,11 +367,12 @@ def build():
     return load_module("amx_roofline", CDEF, SOURCE, cflags=ISAS["amx"].cflags)
 
 
-def contenders(mod, n_sizes=(2048, 4096), blockings=()):
+def contenders(mod, n_sizes=(2048, 4096), blockings=(), only=()):
     """Every contender of the module docstring, on one shape ("roof"), with gemm() also
     at each blocking override of ``blockings`` (``{"kc": 4096, "mc": 128}``: the model's
-    blocking with those values). Returns the list and the buffers they read (kept alive
-    by the caller)."""
+    blocking with those values); with ``only``, just ``peak`` and those whose names start
+    with one of its prefixes. Returns the list and the buffers they read (kept alive by
+    the caller)."""
     import numpy as np
     import ml_dtypes
     import microkernel as mk
@@ -350,15 +409,16 @@ def contenders(mod, n_sizes=(2048, 4096), blockings=()):
     pa, pb = buf(512 * KIB, 16), buf(512 * KIB, 16)
     out.append(Contender("loop L2 split rows", lambda pa=pa, pb=pb: lib.rf_loop(STEPS, pa, 512 * KIB, pb, 512 * KIB, 0),
                          4.0 * TDP_FLOPS * STEPS, "roof"))
-    craw = np.zeros(IR_C // 4 + 1024, np.float32)
+    craw = np.zeros(max(cb for *_, cb in _irloops()) // 4 + 1024, np.float32)
     keep.append(craw)
     coff = (-craw.ctypes.data % 4096) // 4
-    pc = ffi.cast("float *", ffi.from_buffer(craw[coff:coff + IR_C // 4]))
-    for name, steps, mode, cb in IRLOOPS:
+    pc = ffi.cast("float *", ffi.from_buffer(craw[coff:]))
+    for name, steps, mode, ab, bb, cb in _irloops():
         calls = STEPS // steps
-        pa, pb = buf(IR_A), buf(IR_B)
-        out.append(Contender(name, lambda pa=pa, pb=pb, steps=steps, calls=calls, mode=mode, cb=cb:
-                             lib.rf_irloop(calls, steps, pa, IR_A, pb, IR_B, pc, cb, mode),
+        pa, pb = buf(ab), buf(bb)
+        out.append(Contender(name, lambda pa=pa, pb=pb, ab=ab, bb=bb, steps=steps, calls=calls,
+                             mode=mode, cb=cb:
+                             lib.rf_irloop(calls, steps, pa, ab, pb, bb, pc, cb, mode),
                              4.0 * TDP_FLOPS * calls * steps, "roof"))
     for name, ab, bb in LOADS:
         pa, pb = buf(ab), buf(bb)
@@ -378,6 +438,8 @@ def contenders(mod, n_sizes=(2048, 4096), blockings=()):
                                  lambda A=A, B=B, C=C, blk=blk: mk.gemm(A, B, C, kernel=kernel,
                                                                         threads=1, blocking=blk),
                                  2.0 * n ** 3, "roof"))
+    if only:
+        out = [c for c in out if c.name == "peak" or any(c.name.startswith(p) for p in only)]
     return out, keep
 
 
@@ -396,6 +458,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="2048,4096", help="gemm() sizes in the rounds")
     ap.add_argument("--blocking", default=[], type=_blockings, help="';'-separated blocking "
                     "overrides (\"mc=128;kc=4096,mc=128\"): gemm() at each size also with each")
+    ap.add_argument("--only", default="", help="comma-separated name prefixes (\"ir KC,gemm\"): "
+                    "time just those contenders and the peak loop")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import numpy as np
@@ -414,7 +478,8 @@ def main() -> int:
     out = {"kernel": KERNEL, "rounds": args.rounds, "steps": STEPS, "cpus": {}}
     for cpu in cpus:
         os.sched_setaffinity(0, {cpu})
-        cons, keep = contenders(mod, sizes, tuple(args.blocking))
+        cons, keep = contenders(mod, sizes, tuple(args.blocking),
+                                tuple(p for p in args.only.split(",") if p))
         r = Rounds(cons)
         for _ in range(args.rounds):
             r.round()

@@ -88,9 +88,10 @@ tiles() {  # the registry's DEVICE_TYPED tiles of input types $1 (all when empty
     tests/test_types.py tests/test_x86_typed.py
   race u8s8 1024,2048 "amx_u8s8_32x32;avx512vnni_u8s8_8x32"
   race f16 1024,2048 "avx512fp16_8x64;avx512_f16_8x32_u4"
-  # the AMX kernel against the one before its last change (the next-B-panel prefetch of
-  # 2026-12-02: a copy of the kernel before it in .amxold/, when the call carries one),
-  # both at the default blocking, beside PyTorch
+  # the AMX kernel against the one before its last change (a copy of the kernel before it
+  # in .amxold/, when the call carries one: of 2026-12-05, the whole-ir-loop entry point,
+  # whose absence also gives the one-thread calls the old blocking, gemm.blocking_for),
+  # both at their default blocking, beside PyTorch
   for t in bf16 s8s8; do
     old=""; [ -f .amxold/amx_${t}_32x32.c ] && old=";amx_${t}_32x32@.amxold/amx_${t}_32x32.c"
     step amx_${t}_vs_before 150 $PIN python3 -m microkernel compare --dtype $t --sizes 2048,4096 \

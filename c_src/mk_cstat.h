@@ -13,6 +13,8 @@
  *     for jc in 0..N step NC
  *       for pc in 0..K step KC
  *         for jr, for ir            micro-kernel(KC, 1, A panel, B panel, beta', tile)
+ *                                   (the whole ir loop in one MK_UKERNEL_IRLOOP call where
+ *                                   the module has it, below)
  *       C[ic.., jc..] := alpha * tiles + beta * C, row by row
  *
  * The MC x NC block of C is accumulated across the KC blocks in a buffer of whole
@@ -23,7 +25,10 @@
  * hands out. Measured on the AMX tiles (Sapphire Rapids, one thread, n = 3072-4096):
  * 2.0-8.6% faster than the five loops (mk_loops.h); with one KC block 6-10% slower (hence
  * only for several); storing each tile straight to C in the last KC block instead of
- * row by row was no faster (docs/design-notes.md, AMX: C stays in compact tiles). */
+ * row by row was no faster (docs/design-notes.md, AMX: C stays in compact tiles). With
+ * the whole-ir-loop entry point and gemm()'s one-thread blocking for it (KC = 256 bf16:
+ * a B micro-panel that L1 keeps across the ir loop) 4.8-7.3% faster again at n = 2048-4096
+ * on three CPUs (docs/design-notes.md, AMX: a small KC at one thread). */
 
 /* The C-stationary loops' packed depth of all K (each KC block padded, with its trailer)
  * and where block pc starts in it (every block but the last is whole K groups). */
@@ -89,6 +94,17 @@ static int mk_store_nt(MK_TC *dst, const MK_TC *t, int64_t w, MK_TC alpha)
 #define MK_SFENCE() ((void)0)
 #endif
 
+/* A module that defines MK_UKERNEL_IRLOOP (AMX: codegen/amx.py) gets its whole ir loop
+ * called once per jr step: it stores each C tile right after its last product and loads
+ * the next tile's into that register, so the next tile's products start on loaded tiles,
+ * and it prefetches into L2 its share of the A sub-block read next (the next KC block's,
+ * or the next NC block's first), which the small KC of these loops (gemm.blocking_for at
+ * one thread) otherwise reads from L3 in its first jr step. 0: one micro-kernel call per
+ * tile (to race them). */
+#ifndef MK_CSTAT_IRLOOP
+#define MK_CSTAT_IRLOOP 1
+#endif
+
 static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                           int64_t mc_blk, int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
                           const MK_SA *a, int64_t rs_a, int64_t cs_a,
@@ -136,12 +152,33 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
                 const MK_TA *asub = apk + mk_cstat_kpos(pc, kc_blk) * mcr;
                 const MK_TB *bsub = bpk + jc * kp + mk_cstat_kpos(pc, kc_blk) * npanels * nr;
                 const int64_t pbytes = nr * kcp * (int64_t)sizeof(MK_TB);
+#if defined(MK_UKERNEL_IRLOOP)
+                /* the A sub-block read next: the next KC block's, or the first of the next
+                 * NC block (the same rows); each jr step's ir loop prefetches its share */
+                const char *next_a = NULL;
+                int64_t next_a_bytes = 0;
+                const int64_t npc = pc + kc_blk < k ? pc + kc_blk : 0;
+                if (npc > 0 || jc + nc_blk < n) {
+                    next_a = (const char *)(apk + mk_cstat_kpos(npc, kc_blk) * mcr);
+                    next_a_bytes = mcr * MK_KCP(mk_min(kc_blk, k - npc)) * (int64_t)sizeof(MK_TA);
+                }
+#endif
                 for (int64_t jp = 0; jp < npanels; ++jp) {
                     const MK_TB *bp = bsub + jp * nr * kcp;
                     /* the next micro-panel in memory is the next one read */
                     const char *next_b = (const char *)(bp + nr * kcp);
                     const int64_t next_bytes = next_b + pbytes <= b_end ? pbytes : 0;
                     (void)next_b; (void)next_bytes;
+#if defined(MK_UKERNEL_IRLOOP)
+                    if (MK_CSTAT_IRLOOP) {
+                        const int64_t a0 = next_a_bytes * jp / npanels & ~(int64_t)63;
+                        MK_UKERNEL_IRLOOP(kcp, mpanels, asub, mr * kcp, bp, pc != 0,
+                                          acc + jp * mpanels * mr * nr, next_b, next_bytes,
+                                          next_a ? next_a + a0 : NULL,
+                                          next_a_bytes * (jp + 1) / npanels - a0);
+                        continue;
+                    }
+#endif
                     for (int64_t ip = 0; ip < mpanels; ++ip) {
                         MK_PREFETCH_B(next_b + next_bytes * ip / mpanels,
                                       next_bytes * (ip + 1) / mpanels - next_bytes * ip / mpanels);

@@ -45,7 +45,7 @@ import numbers
 
 __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
            "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS",
-           "FLOW_BUFS"]
+           "FLOW_BUFS", "CSTAT_B_L1", "CSTAT_A_L2", "CSTAT_ACC_L2", "CSTAT_MIN_K"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
@@ -56,6 +56,19 @@ A_BLOCK_L1S = 2  # the packed A block (MC x KC) holds at most this many L1 data 
 #: Tile-register ISAs (AMX): bytes of one packed A row (KC x S_A) -- KC = 2048 bf16
 #: elements, 4096 int8 ones. See :func:`model_blocking` (``l2_panels``).
 L2_PANEL_ROW_BYTES = 4096
+#: Tile-register ISAs at one thread (the C-stationary loops, c_src/mk_cstat.h): the B
+#: micro-panel (KC x NR x S_B) is this fraction of the L1, so that L1 holds it across the
+#: ir loop beside the A tiles and C tiles streaming past; the A sub-block (MC x KC x S_A)
+#: 1 / CSTAT_A_L2 of the L2, the compact C tiles of an MC x NC block (MC x NC x 4 B)
+#: 1 / CSTAT_ACC_L2 of it. See :func:`model_blocking` (``cstat``).
+CSTAT_B_L1 = 3
+CSTAT_A_L2 = 16
+CSTAT_ACC_L2 = 2
+#: ... for K of at least this many elements; below it the tile-register model's one KC
+#: block and the BLIS loops (measured on the Sapphire Rapids host, 9 interleaved rounds
+#: on two CPUs: at K = 1024 those 5-19% faster for bf16, 5-10% for s8s8; at 2048 the
+#: C-stationary blocking 6% / 7-12% faster; docs/design-notes.md)
+CSTAT_MIN_K = 2048
 #: A team's dynamic units (c_src/mk_team.h, mk_loops_flow) per thread, taken from a shared
 #: counter so that a thread on a slower core takes fewer. Measured on the 16-core
 #: Sapphire Rapids host (docs/design-notes.md, threads: 8 with TEAM_PARTS = 4, +11.8%
@@ -160,7 +173,7 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
 
 
 def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
-                   l2_panels: bool = False) -> Blocking:
+                   l2_panels: bool = False, cstat: bool = False) -> Blocking:
     """Blocking for an MR x NR tile from ``caches`` (probe.Cache objects with
     level, type, ways, sets, line_bytes). Falls back to :data:`FALLBACK` for any
     level the probe could not read.
@@ -188,7 +201,20 @@ def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
     +15.2] / +23.9 [+23.1, +24.6], u8s8 +8.2 / +14.6 / +24.1. (On the Sapphire Rapids
     host KC = 1024, MC = 512 had beaten the L1 model's KC = 352, MC = 128: 799 against
     545 GFLOP/s at n = 4096,
-    bench/results/sapphire-rapids/types/)."""
+    bench/results/sapphire-rapids/types/).
+
+    ``cstat`` (with ``l2_panels``; ``gemm()`` at one thread, whose AMX calls take the
+    C-stationary loops of c_src/mk_cstat.h with the whole-ir-loop micro-kernel): KC such
+    that the B micro-panel is 1 / :data:`CSTAT_B_L1` of the L1 (16 KiB: KC = 256 bf16,
+    512 int8 for NR = 32 on a 48 KiB L1), so that L1 keeps it across the ir loop; MC
+    from an A sub-block of 1 / :data:`CSTAT_A_L2` of the L2 (256 on 2 MiB); NC from the
+    compact C tiles of an MC x NC block, 4-byte fp32 / int32, in 1 / :data:`CSTAT_ACC_L2`
+    of it (1024). Then the tile loads ask the L2 for A's panel and the C tiles' round
+    trip per call rather than for both panels (bench/amx_roofline.py: that ir loop at
+    69-73% of the tdpbf16ps peak against 58-60% at KC = 2048). Measured on the Sapphire
+    Rapids host (bench/results/sapphire-rapids/amx_irloop/, 11 interleaved rounds over n
+    = 2048 and 4096, against KC = 2048, MC = 256 with one call per tile): +7.3, +6.8 and
+    +4.8% on CPUs 13, 9 and 5; MC = NC = 512 +4.9 to +6.0%, a tie with it."""
     sa, sb = a_bytes, b_bytes
     def level(n):
         for c in caches:
@@ -199,6 +225,20 @@ def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
     if l1 is None:
         return FALLBACK
     why = []
+    if l2_panels and l2 is not None and cstat:
+        l1_bytes = l1.ways * l1.sets * l1.line_bytes
+        l2_bytes = l2.ways * l2.sets * l2.line_bytes
+        kc = max(64 // sa, l1_bytes // CSTAT_B_L1 // (nr * sb) // (64 // sa) * (64 // sa))
+        mc = max(mr, _round_down(l2_bytes // CSTAT_A_L2 // (kc * sa), mr))
+        nc = max(nr, _round_down(l2_bytes // CSTAT_ACC_L2 // (mc * 4), nr))
+        why += [f"KC={kc}: one thread, C-stationary loops: the B micro-panel (KC x NR x {sb} B) "
+                f"is 1/{CSTAT_B_L1} of the {l1_bytes // 1024} KiB L1 (in whole 64-byte rows "
+                f"of K)",
+                f"MC={mc}: the A sub-block (MC x KC x {sa} B) is 1/{CSTAT_A_L2} of the "
+                f"{l2_bytes // 1024} KiB L2",
+                f"NC={nc}: the compact C tiles of an MC x NC block (4 B each) are "
+                f"1/{CSTAT_ACC_L2} of the L2"]
+        return Blocking(kc, mc, nc, tuple(why))
     if l2_panels and l2 is not None:
         kc = max(16, L2_PANEL_ROW_BYTES // sa // 16 * 16)
         l2_bytes = l2.ways * l2.sets * l2.line_bytes

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from .blocking import Blocking, model_blocking
+from .blocking import CSTAT_MIN_K, Blocking, model_blocking
 from .dispatch import get_kernel
 
 _Kernel = None  # microkernel.kernel.Kernel, imported on first use: importing this module
@@ -21,17 +21,37 @@ from .threads import check_count, contended, contention_on, default_threads, thr
 _BLOCKING: dict = {}
 
 
-def blocking_for(kernel) -> Blocking:
-    """The analytical-model blocking (KC, MC, NC) for a loaded kernel on this machine."""
+def blocking_for(kernel, threads: int | None = None, k: int | None = None) -> Blocking:
+    """The analytical-model blocking (KC, MC, NC) for a loaded kernel on this machine,
+    for a call of ``threads`` threads (None: any count) and depth ``k`` (None: any).
+    One thread of an AMX kernel whose micro-kernel has the whole-ir-loop entry point
+    (``MK_UKERNEL_IRLOOP``: every generated one), at K >= :data:`~microkernel.blocking.
+    CSTAT_MIN_K`, gets the C-stationary loops' own blocking
+    (:func:`microkernel.blocking.model_blocking`, ``cstat``)."""
     from .blocking import panel_bytes
     sizes = panel_bytes(kernel.spec)       # typed panels: 2-byte bf16, 1-byte int8, ...
     l2_panels = kernel.spec.isa == "amx"   # tile registers: micro-panels from L2
-    key = (kernel.mr, kernel.nr, sizes, l2_panels)
+    cstat = (l2_panels and threads == 1 and (k is None or k >= CSTAT_MIN_K)
+             and _has_irloop(kernel))
+    key = (kernel.mr, kernel.nr, sizes, l2_panels, cstat)
     if key not in _BLOCKING:
         from .probe import probe
         _BLOCKING[key] = model_blocking(kernel.mr, kernel.nr, probe().caches, *sizes,
-                                        l2_panels=l2_panels)
+                                        l2_panels=l2_panels, cstat=cstat)
     return _BLOCKING[key]
+
+
+def _has_irloop(kernel) -> bool:
+    """Whether kernel's module has the whole-ir-loop entry point of the C-stationary
+    loops: a generated AMX micro-kernel does; a user's source where it defines
+    ``MK_UKERNEL_IRLOOP``."""
+    if kernel.source is None:
+        return True
+    try:
+        with open(kernel.source) as fh:
+            return "MK_UKERNEL_IRLOOP" in fh.read()
+    except OSError:
+        return False
 
 
 _F32 = np.dtype(np.float32)
@@ -117,7 +137,7 @@ _OVERRIDES: dict = {}  # (id(kernel), dict items) -> mk_blocking *; the kernel s
                       # alive in _PLANS, so its id is not reused. One entry per distinct
                       # override (a few dozen bytes): a tuner trying thousands of them
                       # holds thousands of entries, as _CBLOCKING does for Blocking objects
-_PLANS: dict = {}  # id(kernel) -> (kernel, ffi, lib, model mk_blocking *); holding the
+_PLANS: dict = {}  # (id(kernel), one thread at K >= CSTAT_MIN_K) -> (kernel, ffi, lib, model mk_blocking *); holding the
                    # kernel keeps its id from being reused while the entry exists
 
 
@@ -131,38 +151,42 @@ def _c_blocking(ffi, blk: Blocking):
     return cblk
 
 
-def _override(kern, ffi, blocking: dict):
-    """``mk_blocking *`` for the model's blocking with ``blocking`` (a dict) applied,
-    cached per kernel and dict contents (a call with an override then costs a lookup,
-    not a Blocking.replace); values of an unhashable type go to replace(), which names
-    them."""
+def _override(kern, ffi, blocking: dict, one: bool = False):
+    """``mk_blocking *`` for the model's blocking (of one thread, large K with ``one``) with
+    ``blocking`` (a dict) applied, cached per kernel and dict contents (a call with an
+    override then costs a lookup, not a Blocking.replace); values of an unhashable type
+    go to replace(), which names them."""
     try:
-        key = (id(kern), tuple((name, type(v), v) for name, v in blocking.items()))
+        key = (id(kern), one, tuple((name, type(v), v) for name, v in blocking.items()))
         cblk = _OVERRIDES.get(key)
     except TypeError:
         key = cblk = None
     if cblk is None:
-        cblk = _c_blocking(ffi, blocking_for(kern).replace(**blocking))
+        cblk = _c_blocking(ffi, blocking_for(kern, 1 if one else None).replace(**blocking))
         if key is not None:
             _OVERRIDES[key] = cblk
     return cblk
 
 
-def _plan(kern):
-    """(ffi, lib, model blocking as ``mk_blocking *``) for a loaded kernel, cached."""
-    plan = _PLANS.get(id(kern))
+def _plan(kern, one: bool):
+    """(ffi, lib, model blocking as ``mk_blocking *``) for a loaded kernel, for a call of
+    one thread with K >= CSTAT_MIN_K (``one``) or any other, cached."""
+    plan = _PLANS.get((id(kern), one))
     if plan is None:
         ffi = kern.ffi
-        plan = _PLANS[id(kern)] = (kern, ffi, kern.lib, _c_blocking(ffi, blocking_for(kern)))
+        plan = _PLANS[(id(kern), one)] = (kern, ffi, kern.lib,
+                                          _c_blocking(ffi, blocking_for(kern, 1 if one else None)))
     return plan[1:]
 
 
-def _driver(kern, blocking):
-    """(ffi, lib, ``mk_blocking *``) for a call of kern's driver: the blocking is the
-    model's, or ``blocking`` (a Blocking, or a dict of overrides) when given."""
-    ffi, lib, cblk = _plan(kern)
+def _driver(kern, blocking, threads: int = 0, k: int = 0):
+    """(ffi, lib, ``mk_blocking *``) for a call of kern's driver with ``threads``
+    threads and depth ``k``: the blocking is the model's (:func:`blocking_for`), or
+    ``blocking`` (a Blocking, or a dict of overrides of the model's) when given."""
+    one = threads == 1 and k >= CSTAT_MIN_K
+    ffi, lib, cblk = _plan(kern, one)
     if isinstance(blocking, dict):
-        cblk = _override(kern, ffi, blocking)
+        cblk = _override(kern, ffi, blocking, one)
     elif isinstance(blocking, Blocking):
         cblk = _c_blocking(ffi, blocking)
     elif blocking is not None:
@@ -312,7 +336,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     if kern.spec.types != "f32":
         raise TypeError(f"kernel {kern.name} takes {kern.spec.gemm_types.a} inputs, but A "
                         f"and B are float32; use an fp32 tile (or convert A and B)")
-    ffi, lib, cblk = _driver(kern, blocking)
+    ffi, lib, cblk = _driver(kern, blocking, threads, k)
     if auto:
         threads = _if_contended(threads, m * n * k)
 

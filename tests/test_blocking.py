@@ -93,6 +93,23 @@ def test_tile_register_isas_block_for_the_l2(a_bytes, b_bytes, kc, mc):
     assert "L2" in b.why[0] and "half" in b.why[1]
 
 
+@pytest.mark.parametrize("a_bytes,b_bytes,kc", [
+    # bf16: the B micro-panel KC x 32 x 2 B = 48 KiB / 3 = 16 KiB -> KC = 256
+    (2, 2, 256),
+    # int8: KC x 32 x 1 B = 16 KiB -> KC = 512
+    (1, 1, 512),
+])
+def test_tile_register_isas_at_one_thread_keep_the_b_micro_panel_in_l1(a_bytes, b_bytes, kc):
+    b = model_blocking(32, 32, SAPPHIRE_RAPIDS, a_bytes, b_bytes, l2_panels=True, cstat=True)
+    # MC: the A sub-block 2 MiB / 16 = 128 KiB = MC x KC x S_A -> 256 (both types);
+    # NC: MC x NC x 4 B = 2 MiB / 2 -> 1024
+    assert (b.kc, b.mc, b.nc) == (kc, 256, 1024)
+    assert "L1" in b.why[0] and "L2" in b.why[1] and "L2" in b.why[2]
+    # cstat is the one-thread model of the tile-register ISAs only
+    assert model_blocking(32, 32, SAPPHIRE_RAPIDS, a_bytes, b_bytes, cstat=True) == \
+        model_blocking(32, 32, SAPPHIRE_RAPIDS, a_bytes, b_bytes)
+
+
 def test_team_chunks_default_agrees_with_the_c_mains_and_overrides_are_checked():
     # the C mains (sanitizer, aarch64 harness) build their mk_blocking with MK_TEAM_CHUNKS
     # and MK_TEAM_PARTS

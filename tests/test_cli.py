@@ -299,8 +299,8 @@ def test_bench_blocking_override(tmp_path, capsys, monkeypatch):
     d = json.loads(out.read_text())
     assert len(d["l1"]) == 2 and d["gemm"][0]["kernel"] == "scalar_4x4"
     model = blocking_for(mk.get_kernel("scalar_4x4"))
-    assert d["gemm_blocking"] == {"kc": 16, "mc": model.mc, "nc": 12, "chunks": TEAM_CHUNKS,
-                                "parts": TEAM_PARTS, "overridden": ["kc", "nc"]}
+    assert d["gemm_blocking"] == {"1": {"kc": 16, "mc": model.mc, "nc": 12, "chunks": TEAM_CHUNKS,
+                                        "parts": TEAM_PARTS, "overridden": ["kc", "nc"]}}
     assert {(b.kc, b.mc, b.nc) for b in seen} == {(16, model.mc, 12)}
     assert "KC=16" in capsys.readouterr().out
     assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "8", "--blocking", "mc=0"]) == 2

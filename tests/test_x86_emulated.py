@@ -126,3 +126,47 @@ def test_negative_control_a_driver_without_the_tile_configuration_fails():
     C = gemm(A, B, kernel=k)
     assert k.lib.mk_emu_faults_c() > 0
     assert not np.array_equal(C, np.full((32, 32), 64.0, np.float32))
+
+
+def test_one_thread_amx_gemm_goes_through_the_whole_ir_loop():
+    """At one thread with K over several KC blocks, gemm() runs the AMX module's
+    whole-ir-loop entry point (MK_UKERNEL_IRLOOP, c_src/mk_cstat.h): the same module with
+    that function's store of its first C tile left out gives a wrong C there, while the
+    team's loops at two threads (one micro-kernel call per tile) still give the right
+    one, and so does the intact module at one thread."""
+    import ml_dtypes
+    from microkernel import gemm
+    rng = np.random.default_rng(11)
+    A = rng.uniform(-1, 1, (100, 600)).astype(ml_dtypes.bfloat16)
+    B = rng.uniform(-1, 1, (600, 130)).astype(ml_dtypes.bfloat16)
+    ref, bound = validate.reference(A, B, np.zeros((100, 130), np.float32), 1.0, 0.0, "bf16")
+    broken = emulated("amx_bf16_32x32", ("_tile_stored(0, cq + 0, 128);", "(void)cq;"))
+    blk = {"kc": 64, "mc": 64, "nc": 64}
+    assert not validate.check(gemm(A, B, kernel=broken, threads=1, blocking=blk), ref, bound)[0]
+    assert validate.check(gemm(A, B, kernel=broken, threads=2, blocking=blk), ref, bound)[0]
+    intact = emulated("amx_bf16_32x32")
+    assert validate.check(gemm(A, B, kernel=intact, threads=1, blocking=blk), ref, bound)[0]
+    assert validate.check(gemm(A, B, kernel=intact, threads=1), ref, bound)[0]
+    assert broken.lib.mk_emu_faults_c() == 0 and intact.lib.mk_emu_faults_c() == 0
+
+
+def test_the_one_thread_amx_blocking_is_chosen_by_threads_depth_and_source(tmp_path):
+    """gemm.blocking_for: one thread at K >= CSTAT_MIN_K of an AMX module with the
+    whole-ir-loop entry point gets the C-stationary model (a KC whose B micro-panel is a
+    third of this machine's L1); more threads, a shallower K, or a user's source without
+    MK_UKERNEL_IRLOOP get the tile-register model (KC = 4096 bytes of an A row)."""
+    from microkernel.blocking import CSTAT_MIN_K
+    from microkernel.gemm import blocking_for
+    from microkernel.probe import probe
+    k = emulated("amx_bf16_32x32")
+    l1 = next(c for c in probe().caches if c.level == 1 and c.type in ("Data", "Unified"))
+    third = l1.ways * l1.sets * l1.line_bytes // 3
+    small = blocking_for(k, 1, CSTAT_MIN_K)
+    assert small.kc == third // (32 * 2) // 32 * 32 and small.kc < 2048
+    for threads, depth in ((2, 4096), (None, 4096), (1, CSTAT_MIN_K - 1)):
+        assert blocking_for(k, threads, depth).kc == 2048, (threads, depth)
+    src = tmp_path / "mine.c"
+    src.write_text("/* a micro-kernel without the whole-ir-loop entry point */\n")
+    assert blocking_for(kernel.Kernel(k.spec, k.module, str(src)), 1, 4096).kc == 2048
+    src.write_text("#define MK_UKERNEL_IRLOOP mine_irloop\n")
+    assert blocking_for(kernel.Kernel(k.spec, k.module, str(src)), 1, 4096).kc == small.kc

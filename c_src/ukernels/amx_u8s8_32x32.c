@@ -104,6 +104,109 @@ void mk_ukernel_amx_u8s8_32x32(int64_t kc, const int32_t *restrict alpha, const 
     _tile_release();
 }
 
+/* the whole ir loop of the C-stationary loops: C tiles compact, alpha = 1, beta' = 0
+   (zero) or 1 (load) */
+static inline __attribute__((always_inline)) void
+mk_ukernel_amx_u8s8_32x32_irloop(int64_t kc, int64_t calls, const uint8_t *restrict a, int64_t a_step,
+        const int8_t *restrict b, int load_c, int32_t *restrict c,
+        const char *pf_b, int64_t pf_b_bytes, const char *pf_a, int64_t pf_a_bytes)
+{
+    __asm__ volatile("" ::: "memory");   /* the panels' stores before the tile loads */
+    if (calls <= 0)
+        return;
+    if (load_c) {
+        _tile_loadd(0, c + 0, 128);
+        _tile_loadd(1, c + 16, 128);
+        _tile_loadd(2, c + 512, 128);
+        _tile_loadd(3, c + 528, 128);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    const char *pb = pf_b;
+    const char *const pb_end = pf_b + pf_b_bytes;
+    const char *pfa = pf_a;
+    const char *const pfa_end = pf_a + pf_a_bytes;
+    for (int64_t q = 0; q < calls; ++q) {
+        const uint8_t *pa = a + q * a_step;
+        const int8_t *pbk = b;
+        int32_t *const cq = c + q * 1024;
+        int32_t *const cn = cq + 1024;
+        const int more = q + 1 < calls;
+        const char *pfc = more ? (const char *)cn : (const char *)cq;
+        const char *const pfc_end = more ? pfc + 4096 : pfc;
+        for (int64_t k = 64; k < kc; k += 64) {
+            if (pfc < pfc_end) {
+                __builtin_prefetch((const void *)(pfc + 0), 0, 3);
+                __builtin_prefetch((const void *)(pfc + 64), 0, 3);
+                __builtin_prefetch((const void *)(pfc + 128), 0, 3);
+                __builtin_prefetch((const void *)(pfc + 192), 0, 3);
+                __builtin_prefetch((const void *)(pfc + 256), 0, 3);
+                __builtin_prefetch((const void *)(pfc + 320), 0, 3);
+                __builtin_prefetch((const void *)(pfc + 384), 0, 3);
+                __builtin_prefetch((const void *)(pfc + 448), 0, 3);
+                pfc += 512;
+            }
+            if (pb < pb_end) {
+                __builtin_prefetch((const void *)(pb + 0), 0, 2);
+                __builtin_prefetch((const void *)(pb + 64), 0, 2);
+                __builtin_prefetch((const void *)(pb + 128), 0, 2);
+                __builtin_prefetch((const void *)(pb + 192), 0, 2);
+                pb += 256;
+            }
+            if (pfa < pfa_end) {
+                __builtin_prefetch((const void *)(pfa + 0), 0, 2);
+                __builtin_prefetch((const void *)(pfa + 64), 0, 2);
+                __builtin_prefetch((const void *)(pfa + 128), 0, 2);
+                __builtin_prefetch((const void *)(pfa + 192), 0, 2);
+                pfa += 256;
+            }
+            _tile_loadd(4, pa + 0, 64);
+            _tile_loadd(6, pbk + 0, 128);
+            _tile_dpbusd(0, 4, 6);
+            _tile_loadd(7, pbk + 64, 128);
+            _tile_dpbusd(1, 4, 7);
+            _tile_loadd(5, pa + 1024, 64);
+            _tile_dpbusd(2, 5, 6);
+            _tile_dpbusd(3, 5, 7);
+            pa += 2048;
+            pbk += 2048;
+        }
+        /* the last k step: each C tile out after its last product, the next in */
+        _tile_loadd(4, pa + 0, 64);
+        _tile_loadd(6, pbk + 0, 128);
+        _tile_dpbusd(0, 4, 6);
+        _tile_stored(0, cq + 0, 128);
+        if (more) {
+            if (load_c) _tile_loadd(0, cn + 0, 128);
+            else _tile_zero(0);
+        }
+        _tile_loadd(7, pbk + 64, 128);
+        _tile_dpbusd(1, 4, 7);
+        _tile_stored(1, cq + 16, 128);
+        if (more) {
+            if (load_c) _tile_loadd(1, cn + 16, 128);
+            else _tile_zero(1);
+        }
+        _tile_loadd(5, pa + 1024, 64);
+        _tile_dpbusd(2, 5, 6);
+        _tile_stored(2, cq + 512, 128);
+        if (more) {
+            if (load_c) _tile_loadd(2, cn + 512, 128);
+            else _tile_zero(2);
+        }
+        _tile_dpbusd(3, 5, 7);
+        _tile_stored(3, cq + 528, 128);
+        if (more) {
+            if (load_c) _tile_loadd(3, cn + 528, 128);
+            else _tile_zero(3);
+        }
+    }
+}
+#define MK_UKERNEL_IRLOOP mk_ukernel_amx_u8s8_32x32_irloop
+
 /* the driver and the L1 timing: the configuration once per thread (driver.c) */
 #define MK_UKERNEL_HOT mk_ukernel_amx_u8s8_32x32_hot
 #define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))

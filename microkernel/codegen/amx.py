@@ -239,6 +239,7 @@ def ukernel(spec) -> str:
             f"    {cfg}();",
             f"    {sym}_hot(kc, alpha, a, b, beta, c, rs_c, cs_c);",
             "    _tile_release();", "}", "",
+            *_irloop(spec, sym), "",
             "/* the driver and the L1 timing: the configuration once per thread (driver.c) */",
             f"#define MK_UKERNEL_HOT {sym}_hot",
             "#define MK_PREFETCH_B(p, bytes) (mk_amx_pf_b = (const char *)(p), mk_amx_pf_bytes = (bytes))",
@@ -247,6 +248,86 @@ def ukernel(spec) -> str:
             "/* one thread, K over several KC blocks: C accumulated in compact tiles (mk_cstat.h) */",
             "#define MK_C_STATIONARY 1"]
     return "\n".join(out) + "\n"
+
+
+def _irloop(spec, sym: str) -> list[str]:
+    """``<sym>_irloop``: the driver's whole ir loop over compact C tiles in one function
+    (``MK_UKERNEL_IRLOOP``, the C-stationary loops of c_src/mk_cstat.h): ``calls``
+    micro-panels of A (``a_step`` elements apart) against one B micro-panel, tile q's C
+    at ``c + q * MR * NR`` (MR x NR fp32 / int32, rows NR apart), loaded (``load_c``)
+    or zeroed first, stored after. The last k step of each tile stores every C tile
+    right after its last product and loads (or zeroes) the next tile's into that
+    register, so that the next tile's products start on loaded tiles rather than after a
+    round trip of all four (bench/amx_roofline.py: ``ir ... + C early next``). It also
+    prefetches the next tile's C into L1, 8 lines per k step, and the ranges ``pf_b``
+    (the driver's next B micro-panel) and ``pf_a`` (its share of the next A sub-block)
+    into L2, PF_B_LINES lines of each per k step."""
+    t = spec.types
+    mr, nr = spec.mr, spec.nr
+    ca, cb = _C_ELEM[t]
+    ct = "float" if t == "bf16" else "int32_t"
+    kg, g = K_GROUP[t], _b_group(t)
+    mt, nt, _ = _shape(spec)
+    creg, areg, breg = _regs(spec)
+    out = ["/* the whole ir loop of the C-stationary loops: C tiles compact, alpha = 1, beta' = 0",
+           "   (zero) or 1 (load) */",
+           "static inline __attribute__((always_inline)) void",
+           f"{sym}_irloop(int64_t kc, int64_t calls, const {ca} *restrict a, int64_t a_step,",
+           f"        const {cb} *restrict b, int load_c, {ct} *restrict c,",
+           "        const char *pf_b, int64_t pf_b_bytes, const char *pf_a, int64_t pf_a_bytes)", "{",
+           "    __asm__ volatile(\"\" ::: \"memory\");   /* the panels' stores before the tile loads */",
+           "    if (calls <= 0)", "        return;",
+           "    if (load_c) {"]
+    out += [f"        _tile_loadd({creg[i][j]}, c + {16 * i * nr + 16 * j}, {nr * 4});"
+            for i in range(mt) for j in range(nt)]
+    out += ["    } else {"]
+    out += [f"        _tile_zero({creg[i][j]});" for i in range(mt) for j in range(nt)]
+    out += ["    }",
+            "    const char *pb = pf_b;", "    const char *const pb_end = pf_b + pf_b_bytes;",
+            "    const char *pfa = pf_a;", "    const char *const pfa_end = pf_a + pf_a_bytes;",
+            "    for (int64_t q = 0; q < calls; ++q) {",
+            f"        const {ca} *pa = a + q * a_step;",
+            f"        const {cb} *pbk = b;",
+            f"        {ct} *const cq = c + q * {mr * nr};",
+            f"        {ct} *const cn = cq + {mr * nr};",
+            "        const int more = q + 1 < calls;",
+            "        const char *pfc = more ? (const char *)cn : (const char *)cq;",
+            f"        const char *const pfc_end = more ? pfc + {mr * nr * 4} : pfc;",
+            f"        for (int64_t k = {kg}; k < kc; k += {kg}) {{",
+            "            if (pfc < pfc_end) {"]
+    out += [f"                __builtin_prefetch((const void *)(pfc + {64 * x}), 0, 3);" for x in range(8)]
+    out += ["                pfc += 512;", "            }", "            if (pb < pb_end) {"]
+    out += [f"                __builtin_prefetch((const void *)(pb + {64 * x}), 0, 2);"
+            for x in range(PF_B_LINES)]
+    out += [f"                pb += {64 * PF_B_LINES};", "            }", "            if (pfa < pfa_end) {"]
+    out += [f"                __builtin_prefetch((const void *)(pfa + {64 * x}), 0, 2);"
+            for x in range(PF_B_LINES)]
+    out += [f"                pfa += {64 * PF_B_LINES};", "            }"]
+    step = []
+    for i in range(mt):
+        step.append(f"_tile_loadd({areg[i]}, pa + {16 * i * kg}, 64);")
+        for j in range(nt):
+            if i == 0:
+                step.append(f"_tile_loadd({breg[j]}, pbk + {16 * j * g}, {nr * 4});")
+            step.append(f"{DP[t]}({creg[i][j]}, {areg[i]}, {breg[j]});")
+    out += ["            " + x for x in step]
+    out += [f"            pa += {mr * kg};", f"            pbk += {kg * nr};", "        }",
+            "        /* the last k step: each C tile out after its last product, the next in */"]
+    for i in range(mt):
+        out.append(f"        _tile_loadd({areg[i]}, pa + {16 * i * kg}, 64);")
+        for j in range(nt):
+            if i == 0:
+                out.append(f"        _tile_loadd({breg[j]}, pbk + {16 * j * g}, {nr * 4});")
+            off = 16 * i * nr + 16 * j
+            out += [f"        {DP[t]}({creg[i][j]}, {areg[i]}, {breg[j]});",
+                    f"        _tile_stored({creg[i][j]}, cq + {off}, {nr * 4});",
+                    "        if (more) {",
+                    f"            if (load_c) _tile_loadd({creg[i][j]}, cn + {off}, {nr * 4});",
+                    f"            else _tile_zero({creg[i][j]});",
+                    "        }"]
+    out += ["    }", "}",
+            f"#define MK_UKERNEL_IRLOOP {sym}_irloop"]
+    return out
 
 
 def peak(isa: str, types: str = "bf16") -> str:

@@ -121,9 +121,8 @@ def run(args) -> int:
     dtype = resolve_dtype(dtype, ks)
     peer_names = resolve_peers(args.peers, dtype)
     kern = ks[0]
-    blk = blocking_for(kern)
     if args.blocking:
-        blk = blk.replace(**args.blocking)  # ValueError (exit 2) for values < 1
+        blocking_for(kern).replace(**args.blocking)  # ValueError (exit 2) for values < 1
     con = console()
     if not sources_pass_catalogue(ks, con):
         return 1
@@ -140,8 +139,7 @@ def run(args) -> int:
               "peak_isa": best.spec.isa, "peers": {n: peers_mod.describe(n) for n in peer_names},
               "rounds": args.rounds, "l1": [], "gemm": [], "dtype": dtype,
               "own_peaks": ({n: fig[n] for n in set(own.values())} if own else None),
-              "gemm_blocking": {"kc": blk.kc, "mc": blk.mc, "nc": blk.nc, "chunks": blk.chunks,
-                                "parts": blk.parts, "overridden": sorted(args.blocking or ())}}
+              "gemm_blocking": {}}   # per thread count, below
     t = Table(title=f"micro-kernel in L1 (K={args.kc}) and the {best.spec.isa} FMA peak "
                     f"{_iv(peak)} GFLOP/s, {args.rounds} interleaved rounds, medians "
                     f"[95% intervals]" + (f" ({c})" if (c := stats.interval_caveat(args.rounds))
@@ -164,13 +162,20 @@ def run(args) -> int:
                      "FMA), timed in the same rounds")
         t.caption_justify = "left"
     con.print(t)
-    entry = bench.GemmEntry(kern.label, kern, blk)
     # the peak that "% peak" is of: the kernel's own instruction's (typed) or the best ISA's
     pname = fig[kern.label]["peak"] if own else bench.PEAK
     # whether gemm()'s module takes the C-stationary loops (its workspace bound below)
     cst = codegen.c_stationary(kern.spec, None if kern.source is None else
                                open(kern.source, encoding="utf-8").read())
     for threads in args.threads:
+        # the model's blocking for this many threads at the deepest K here (one thread of
+        # an AMX tile from K = CSTAT_MIN_K: the C-stationary loops' own), with the
+        # --blocking overrides; without them gemm() takes its own per call
+        blk = blocking_for(kern, threads, max(p.k for p in problems)).replace(**(args.blocking or {}))
+        entry = bench.GemmEntry(kern.label, kern, blk if args.blocking else None)
+        result["gemm_blocking"][str(threads)] = {
+            "kc": blk.kc, "mc": blk.mc, "nc": blk.nc, "chunks": blk.chunks, "parts": blk.parts,
+            "overridden": sorted(args.blocking or ())}
         try:
             cons = bench.gemm_contenders([entry], problems, threads=threads, peers=peer_names,
                                          types=dtype)
@@ -185,7 +190,12 @@ def run(args) -> int:
             r = Rounds(cons, min_time=args.min_time, pause=0.3 if threads > 1 else 0.0)
             for _ in range(args.rounds):
                 r.round()
-        t = Table(title=f"gemm() {kern.label} on {dtype} (KC={blk.kc} MC={blk.mc} NC={blk.nc}), "
+        kcs = f"KC={blk.kc} MC={blk.mc} NC={blk.nc}"
+        if not args.blocking:    # shallower shapes of the same call that block otherwise
+            other = {(b.kc, b.mc, b.nc): p.k for p in problems
+                     if (b := blocking_for(kern, threads, p.k)) != blk}
+            kcs += "".join(f"; K = {k}: KC={x[0]} MC={x[1]} NC={x[2]}" for x, k in other.items())
+        t = Table(title=f"gemm() {kern.label} on {dtype} ({kcs}), "
                         f"{threads} thread(s), {args.rounds} interleaved rounds; ratio: "
                         f"the peer's time / ours (> 1: ours is faster) [95%]",
                   box=box.SIMPLE_HEAD, title_justify="left",

@@ -65,8 +65,11 @@ def add_arguments(p) -> None:
     p.add_argument("--json", metavar="PATH", help="write every sample here")
 
 
-def parse_contenders(text: str):
-    """[GemmEntry] from --kernels; UsageError naming the bad item."""
+def parse_contenders(text: str, threads: int = 1):
+    """[GemmEntry] from --kernels: with overrides (``NAME:kc=N,...``), the model's
+    blocking for calls of ``threads`` threads (:func:`microkernel.gemm.blocking_for`)
+    with them; without, None (gemm()'s own choice per call). UsageError naming the bad
+    item."""
     from .. import TileError, get_kernel
     from ..bench import GemmEntry
     from ..build import BuildError
@@ -87,7 +90,8 @@ def parse_contenders(text: str):
         try:
             kern = get_kernel(name, source=source or None)
             override = blocking_arg(blk) if blk else {}
-            blocking = blocking_for(kern).replace(**override)
+            # no override: None, the model's blocking of each call (gemm.blocking_for)
+            blocking = blocking_for(kern, threads).replace(**override) if override else None
         except (argparse.ArgumentTypeError, ValueError, OSError, BuildError, TileError,
                 IsaUnavailableError) as exc:
             hint = " (separate contenders with ';' when one has a blocking)" if "," in item else ""
@@ -129,7 +133,7 @@ def run(args) -> int:
         raise UsageError("--rounds must be >= 2 (the intervals come from the rounds)")
     check_threads(args.threads)
     problems = _problems(args)
-    entries = parse_contenders(args.kernels)
+    entries = parse_contenders(args.kernels, args.threads)
     dtype = resolve_dtype(getattr(args, "dtype", None), [e.kernel for e in entries])
     peer_names = resolve_peers(args.peers, dtype)
     con = console()
