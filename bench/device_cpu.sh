@@ -108,6 +108,9 @@
 #                                      (its source carried in .amxold/, which also gives it the
 #                                      old blocking) at 512-4096, bf16 and s8s8, beside PyTorch
 #                                      on CPUs 13 and 5; `bench` of bf16 at 1024-4096 on CPU 13
+#   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
+#                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
+#                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5
 #   bash bench/device_cpu.sh waits     issue 24: the flow's waits (mk_wait_step: yield, spin on, a
 #                                      20 us sleep) raced at 16 threads beside numpy and
 #                                      PyTorch, back to back and paused; the thread tests
@@ -573,6 +576,17 @@ if [ "${1:-}" = amxsmall ]; then
     run taskset -c 13 python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
         --sizes 1024,2048,4096 --rounds 9 --peers torch --json "$OUT/amxsmall_bench_cpu13.json"
   } 2>&1 | tee "$OUT/device_amxsmall.log"
+  exit 0
+fi
+if [ "${1:-}" = amxfinal ]; then
+  {
+    for t in bf16 s8s8 u8s8 u8u8; do run mk validate --kernel amx_${t}_32x32; done
+    run python3 -m pytest -q -p no:cacheprovider tests/test_cstat.py tests/test_x86_typed.py
+    for cpu in 13 5; do
+      run taskset -c $cpu python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
+          --sizes 1024,2048,4096 --rounds 11 --peers torch --json "$OUT/amxfinal_bench_cpu$cpu.json"
+    done
+  } 2>&1 | tee "$OUT/device_amxfinal.log"
   exit 0
 fi
 if [ "${1:-}" = waits ]; then
