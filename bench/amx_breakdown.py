@@ -31,7 +31,6 @@ interval) and each variant's time as a fraction of the real kernel's. Nothing is
 asserted: this script measures and reports.
 """
 import argparse
-import json
 import sys
 
 
@@ -87,12 +86,13 @@ def variant_sources(src: str) -> dict[str, str]:
 
 
 def main() -> int:
+    from microkernel.commands.common import json_arg, write_json
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=".amxvar", help="where the variant sources go")
     ap.add_argument("--write-only", action="store_true", help="write every variant, time nothing")
     ap.add_argument("--sizes", default="2048,4096")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", type=json_arg, default=None)
     ap.add_argument("--define", action="append", default=[], metavar="TAG:NAME=VALUE")
     args = ap.parse_args()
     import os
@@ -156,8 +156,7 @@ def main() -> int:
                   f"  time {row['time_vs_kernel']:.3f} of the kernel's", flush=True)
         out["shapes"][shape] = rows
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        write_json(args.json, out)
     return 0
 
 

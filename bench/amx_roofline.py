@@ -59,7 +59,6 @@ Exits 2 with a message where the probe does not clear AMX. Nothing is asserted: 
 script measures and reports.
 """
 import argparse
-import json
 import os
 import sys
 
@@ -451,6 +450,7 @@ def _blockings(text: str) -> list[dict]:
 
 
 def main() -> int:
+    from microkernel.commands.common import json_arg, write_json
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cpus", default=None, help="comma-separated CPUs, one after another "
                     "(default: the first this process may run on)")
@@ -460,7 +460,7 @@ def main() -> int:
                     "overrides (\"mc=128;kc=4096,mc=128\"): gemm() at each size also with each")
     ap.add_argument("--only", default="", help="comma-separated name prefixes (\"ir KC,gemm\"): "
                     "time just those contenders and the peak loop")
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", type=json_arg, default=None)
     args = ap.parse_args()
     import numpy as np
     from microkernel import bench, stats
@@ -507,8 +507,7 @@ def main() -> int:
         out["cpus"][cpu] = {"ghz": ghz, "contenders": rows}
         del keep
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        write_json(args.json, out)
     return 0
 
 

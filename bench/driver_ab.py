@@ -19,7 +19,6 @@ build's time over the new one's, paired by round (> 1: this tree is faster). Not
 asserted: this script measures and reports.
 """
 import argparse
-import json
 import pathlib
 import subprocess
 import sys
@@ -39,6 +38,7 @@ def old_c_src(rev: str, dest: pathlib.Path) -> pathlib.Path:
 
 
 def main() -> int:
+    from microkernel.commands.common import json_arg, write_json
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rev", required=True, help="the git revision whose driver is raced")
     ap.add_argument("--kernel")
@@ -47,7 +47,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="1024,2048,4096")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", type=json_arg, default=None)
     args = ap.parse_args()
     if args.write:
         pathlib.Path(args.write).mkdir(parents=True, exist_ok=True)
@@ -107,8 +107,7 @@ def main() -> int:
               f" this tree faster in {int(np.sum(t_new < t_old))}/{len(t_new)} rounds", flush=True)
         out["shapes"][shape] = row
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        write_json(args.json, out)
     return 0
 
 

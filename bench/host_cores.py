@@ -12,7 +12,6 @@ Prints one line per N (sum, slowest and fastest CPU, GFLOP/s); --json keeps each
 figure. Nothing is asserted: this script measures and reports.
 """
 import argparse
-import json
 import multiprocessing as mp
 import os
 import sys
@@ -48,6 +47,7 @@ def scaling(name: str, counts, iters: int) -> dict:
 
 
 def main() -> int:
+    from microkernel.commands.common import json_arg, write_json
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel", default=None, help="kernel whose ISA's peak loop runs "
                     "(default: this machine's default kernel)")
@@ -55,7 +55,7 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=200_000_000,
                     help="peak-loop iterations per process (16 FMAs each)")
     ap.add_argument("--amx", default=None, help="also an AMX kernel's tile-product peak")
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", type=json_arg, default=None)
     args = ap.parse_args()
     mp.set_start_method("fork")
     import microkernel
@@ -65,8 +65,7 @@ def main() -> int:
     if args.amx:
         res["amx"] = {"kernel": args.amx, "scaling": scaling(args.amx, counts, args.iters // 100)}
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1)
+        write_json(args.json, res)
     return 0
 
 

@@ -15,19 +15,19 @@ Prints one line per CPU and kernel (GFLOP/s, % of its own peak [95% interval]);
 --json keeps every figure. Nothing is asserted: this script measures and reports.
 """
 import argparse
-import json
 import os
 import sys
 
 
 def main() -> int:
+    from microkernel.commands.common import json_arg, write_json
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel", action="append", required=True, help="tile name (repeatable)")
     ap.add_argument("--cpus", default=None, help="comma-separated CPUs (default: every one "
                     "this process may run on)")
     ap.add_argument("--kc", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", type=json_arg, default=None)
     args = ap.parse_args()
     from microkernel import bench
     from microkernel.dispatch import get_kernel
@@ -58,8 +58,7 @@ def main() -> int:
                   f"{f['pct_peak']:5.1f}% [{f['pct_peak_lo']:5.1f}, {f['pct_peak_hi']:5.1f}] "
                   f"of {f['peak']} {p['gflops']:.1f}", flush=True)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        write_json(args.json, out)
     return 0
 
 

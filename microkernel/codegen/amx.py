@@ -156,13 +156,45 @@ def edge_symbol(spec) -> str:
     return "NULL"
 
 
+def _step(spec, pa: str, pb: str, after=None) -> list[str]:
+    """One k step of ``spec``'s tile, unindented: A tile i loaded from ``pa`` (rows of 64
+    bytes), B tile j from ``pb`` (the pair / quad rows of NR columns) with the first row of
+    C tiles, each C[i][j] += A_i B_j; ``after(i, j)``: lines after that product."""
+    t, nr = spec.types, spec.nr
+    kg, g = K_GROUP[t], _b_group(t)
+    mt, nt, _ = _shape(spec)
+    creg, areg, breg = _regs(spec)
+    out = []
+    for i in range(mt):
+        out.append(f"_tile_loadd({areg[i]}, {pa} + {16 * i * kg}, 64);")
+        for j in range(nt):
+            if i == 0:
+                out.append(f"_tile_loadd({breg[j]}, {pb} + {16 * j * g}, {nr * 4});")
+            out.append(f"{DP[t]}({creg[i][j]}, {areg[i]}, {breg[j]});")
+            out += after(i, j) if after else []
+    return out
+
+
+def _prefetch(ptr: str, end: str, lines: int, locality: int) -> list[str]:
+    """Unindented: while ``ptr`` is below ``end``, prefetch its next ``lines`` lines
+    (``__builtin_prefetch`` locality 3: L1, 2: L2) and move it past them."""
+    return ([f"if ({ptr} < {end}) {{"]
+            + [f"    __builtin_prefetch((const void *)({ptr} + {64 * x}), 0, {locality});"
+               for x in range(lines)]
+            + [f"    {ptr} += {64 * lines};", "}"])
+
+
+def _indent(lines: list[str], n: int) -> list[str]:
+    return [" " * n + x for x in lines]
+
+
 def ukernel(spec) -> str:
     t = spec.types
     mr, nr = spec.mr, spec.nr
     ca, cb = _C_ELEM[t]
     ct = "float" if t == "bf16" else "int32_t"
     one, zero = ("1.0f", "0.0f") if t == "bf16" else ("1", "0")
-    kg, g = K_GROUP[t], _b_group(t)
+    kg = K_GROUP[t]
     mt, nt, rows = _shape(spec)
     creg, areg, breg = _regs(spec)
     sym = symbol(spec)
@@ -199,13 +231,9 @@ def ukernel(spec) -> str:
             f"    /* the driver's share of the next B micro-panel, {PF_B_LINES} lines per k step */",
             "    const char *pb = mk_amx_pf_b;",
             "    const char *const pb_end = pb + mk_amx_pf_bytes;",
-            f"    for (int64_t k = 0; k < kc; k += {kg}) {{",
-            "        if (pb < pb_end) {"]
-    out += [f"            __builtin_prefetch((const void *)(pb + {64 * x}), 0, 2);"
-            for x in range(PF_B_LINES)]
-    out += [f"            pb += {64 * PF_B_LINES};",
-            "        }",
-            f"        if (pf_row < {mr}) {{"]
+            f"    for (int64_t k = 0; k < kc; k += {kg}) {{"]
+    out += _indent(_prefetch("pb", "pb_end", PF_B_LINES, 2), 8)
+    out += [f"        if (pf_row < {mr}) {{"]
     # locality 2: prefetcht1, into L2; two rows per step in straight-line code like the B
     # prefetch above, so that the k loop stays innermost (with an odd MR the last pair's
     # second row is the one after the next tile: a prefetch never faults)
@@ -214,12 +242,7 @@ def ukernel(spec) -> str:
         out += [f"            __builtin_prefetch((const void *)(pf + (uintptr_t)({row} * rs_c) * sizeof *c"
                 f"{f' + {64 * x}' if x else ''}), 0, 2);" for x in range(lines)]
     out += [f"            pf_row += {2 if mr > 1 else 1};", "        }"]
-    for i in range(mt):
-        out.append(f"        _tile_loadd({areg[i]}, a + {16 * i * kg}, 64);")
-        for j in range(nt):
-            if i == 0:
-                out.append(f"        _tile_loadd({breg[j]}, b + {16 * j * g}, {nr * 4});")
-            out.append(f"        {DP[t]}({creg[i][j]}, {areg[i]}, {breg[j]});")
+    out += _indent(_step(spec, "a", "b"), 8)
     out += [f"        a += {mr * kg};", f"        b += {kg * nr};", "    }",
             "    if (direct) {"]
     out += [f"        _tile_stored({creg[i][j]}, c + {16 * i} * rs_c + {16 * j}, rs_c * 4);"
@@ -274,9 +297,9 @@ def _irloop(spec, sym: str) -> list[str]:
     mr, nr = spec.mr, spec.nr
     ca, cb = _C_ELEM[t]
     ct = "float" if t == "bf16" else "int32_t"
-    kg, g = K_GROUP[t], _b_group(t)
+    kg = K_GROUP[t]
     mt, nt, _ = _shape(spec)
-    creg, areg, breg = _regs(spec)
+    creg, _, _ = _regs(spec)
     out = ["/* the whole ir loop of the C-stationary loops: C tiles compact, alpha = 1, beta' = 0",
            "   (zero) or 1 (load) */",
            "static inline __attribute__((always_inline)) void",
@@ -301,38 +324,20 @@ def _irloop(spec, sym: str) -> list[str]:
             "        const int more = q + 1 < calls;",
             "        const char *pfc = more ? (const char *)cn : (const char *)cq;",
             f"        const char *const pfc_end = more ? pfc + {mr * nr * 4} : pfc;",
-            f"        for (int64_t k = {kg}; k < kc; k += {kg}) {{",
-            "            if (pfc < pfc_end) {"]
-    out += [f"                __builtin_prefetch((const void *)(pfc + {64 * x}), 0, 3);" for x in range(8)]
-    out += ["                pfc += 512;", "            }", "            if (pb < pb_end) {"]
-    out += [f"                __builtin_prefetch((const void *)(pb + {64 * x}), 0, 2);"
-            for x in range(PF_B_LINES)]
-    out += [f"                pb += {64 * PF_B_LINES};", "            }", "            if (pfa < pfa_end) {"]
-    out += [f"                __builtin_prefetch((const void *)(pfa + {64 * x}), 0, 2);"
-            for x in range(PF_B_LINES)]
-    out += [f"                pfa += {64 * PF_B_LINES};", "            }"]
-    step = []
-    for i in range(mt):
-        step.append(f"_tile_loadd({areg[i]}, pa + {16 * i * kg}, 64);")
-        for j in range(nt):
-            if i == 0:
-                step.append(f"_tile_loadd({breg[j]}, pbk + {16 * j * g}, {nr * 4});")
-            step.append(f"{DP[t]}({creg[i][j]}, {areg[i]}, {breg[j]});")
-    out += ["            " + x for x in step]
+            f"        for (int64_t k = {kg}; k < kc; k += {kg}) {{"]
+    out += _indent(_prefetch("pfc", "pfc_end", 8, 3) + _prefetch("pb", "pb_end", PF_B_LINES, 2)
+                   + _prefetch("pfa", "pfa_end", PF_B_LINES, 2) + _step(spec, "pa", "pbk"), 12)
     out += [f"            pa += {mr * kg};", f"            pbk += {kg * nr};", "        }",
             "        /* the last k step: each C tile out after its last product, the next in */"]
-    for i in range(mt):
-        out.append(f"        _tile_loadd({areg[i]}, pa + {16 * i * kg}, 64);")
-        for j in range(nt):
-            if i == 0:
-                out.append(f"        _tile_loadd({breg[j]}, pbk + {16 * j * g}, {nr * 4});")
-            off = 16 * i * nr + 16 * j
-            out += [f"        {DP[t]}({creg[i][j]}, {areg[i]}, {breg[j]});",
-                    f"        _tile_stored({creg[i][j]}, cq + {off}, {nr * 4});",
-                    "        if (more) {",
-                    f"            if (load_c) _tile_loadd({creg[i][j]}, cn + {off}, {nr * 4});",
-                    f"            else _tile_zero({creg[i][j]});",
-                    "        }"]
+
+    def out_next(i, j):
+        off = 16 * i * nr + 16 * j
+        return [f"_tile_stored({creg[i][j]}, cq + {off}, {nr * 4});",
+                "if (more) {",
+                f"    if (load_c) _tile_loadd({creg[i][j]}, cn + {off}, {nr * 4});",
+                f"    else _tile_zero({creg[i][j]});",
+                "}"]
+    out += _indent(_step(spec, "pa", "pbk", out_next), 8)
     out += ["    }", "}",
             f"#define MK_UKERNEL_IRLOOP {sym}_irloop"]
     return out

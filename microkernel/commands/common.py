@@ -189,6 +189,16 @@ def check_memory(problems, what: str) -> None:
                          f"{have / gib:,.1f} GiB this machine has available")
 
 
+def json_arg(text: str) -> pathlib.Path:
+    """argparse type of a bench script's ``--json PATH``: :func:`output_path`'s checks
+    (a file name in a directory that exists and is writable), as an argparse error
+    (exit 2) before any work; :func:`write_json` writes it at the end."""
+    try:
+        return output_path("--json", text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def write_json(path: pathlib.Path, data) -> None:
     """``data`` as JSON at ``path``, through a temporary file renamed into place.
     Raises OSError naming ``path`` (not the temporary file) when it cannot be written."""
