@@ -94,15 +94,6 @@
 #                                      panels in L1 / L2 / L3, the tile loads alone, the peak
 #                                      loop with random operands, the ir loop without the driver,
 #                                      its C tiles' traffic, gemm() at 4096) on CPUs 5 and 13
-#   bash bench/device_cpu.sh irloop    issue 21: the C-stationary loops at a small KC (a B micro-panel
-#                                      that L1 holds across the ir loop) with the whole-ir-loop
-#                                      entry point (MK_CSTAT_IRLOOP) and the next A sub-block
-#                                      prefetched (MK_CSTAT_PF_A): bench/cstat_check.py, then
-#                                      raced beside PyTorch at 2048 and 4096 on CPUs 9 and 5,
-#                                      `bench` (% of the tdpbf16ps peak) on CPU 9
-#   bash bench/device_cpu.sh irloop2   the best of those at KC = 256 and its MC x NC neighbours raced
-#                                      against the default at 2048 and 4096 on CPUs 13, 9 and 5;
-#                                      `bench` of the default and of MC = NC = 512 on CPU 13
 #   bash bench/device_cpu.sh amxsmall  issue 21: the one-thread AMX default (KC = 256 bf16 / 512 int8 and the
 #                                      whole-ir-loop entry point) against the kernel before it
 #                                      (its source carried in .amxold/, which also gives it the
@@ -525,43 +516,6 @@ if [ "${1:-}" = roofline ]; then
   {
     run python3 bench/amx_roofline.py --cpus 5,13 --rounds 15 --sizes 4096 --json "$OUT/roofline.json"
   } 2>&1 | tee "$OUT/device_roofline.log"
-  exit 0
-fi
-if [ "${1:-}" = irloop ]; then
-  d=amx_bf16_32x32; s8=amx_s8s8_32x32; small=kc=256,mc=512,nc=256
-  variant MK_CSTAT_IRLOOP=1 irl $d
-  variant MK_CSTAT_IRLOOP=1,MK_CSTAT_PF_A=1 irpfa $d
-  variant MK_CSTAT_PF_A=1 pfa $d
-  variant MK_CSTAT_IRLOOP=1,MK_CSTAT_PF_A=1 irpfa $s8
-  i=$d@.amxvar/irpfa_$d.c
-  ks="$d;$d@.amxvar/irl_$d.c;$i:$small;$i:kc=256,mc=512,nc=512;$i:kc=256,mc=1024,nc=256"
-  ks="$ks;$d@.amxvar/pfa_$d.c:$small;$d:$small"
-  {
-    run python3 bench/cstat_check.py $d@.amxvar/irl_$d.c $i $d@.amxvar/pfa_$d.c $s8@.amxvar/irpfa_$s8.c
-    for cpu in 9 5; do
-      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 \
-          --rounds 9 --peers torch --kernels "$ks" --json "$OUT/irloop_cpu$cpu.json"
-    done
-    run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel $i --blocking $small \
-        --sizes 4096 --rounds 9 --peers torch --json "$OUT/irloop_bench_cpu9.json"
-  } 2>&1 | tee "$OUT/device_irloop.log"
-  exit 0
-fi
-if [ "${1:-}" = irloop2 ]; then
-  d=amx_bf16_32x32
-  variant MK_CSTAT_IRLOOP=1,MK_CSTAT_PF_A=1 irpfa $d
-  i=$d@.amxvar/irpfa_$d.c
-  ks="$d;$i:kc=256,mc=512,nc=512;$i:kc=256,mc=256,nc=512;$i:kc=256,mc=256,nc=1024;$i:kc=256,mc=512,nc=1024"
-  {
-    for cpu in 13 9 5; do
-      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 \
-          --rounds 11 --peers torch --kernels "$ks" --json "$OUT/irloop2_cpu$cpu.json"
-    done
-    run taskset -c 13 python3 -m microkernel bench --dtype bf16 --kernel $d --sizes 4096 \
-        --rounds 9 --peers torch --json "$OUT/irloop2_bench_default_cpu13.json"
-    run taskset -c 13 python3 -m microkernel bench --dtype bf16 --kernel $i --blocking kc=256,mc=512,nc=512 \
-        --sizes 4096 --rounds 9 --peers torch --json "$OUT/irloop2_bench_cpu13.json"
-  } 2>&1 | tee "$OUT/device_irloop2.log"
   exit 0
 fi
 if [ "${1:-}" = amxsmall ]; then

@@ -27,8 +27,9 @@
  * only for several); storing each tile straight to C in the last KC block instead of
  * row by row was no faster (docs/design-notes.md, AMX: C stays in compact tiles). With
  * the whole-ir-loop entry point and gemm()'s one-thread blocking for it (KC = 256 bf16:
- * a B micro-panel that L1 keeps across the ir loop) 4.8-7.3% faster again at n = 2048-4096
- * on three CPUs (docs/design-notes.md, AMX: a small KC at one thread). */
+ * a B micro-panel that L1 keeps across the ir loop), over n = 2048 and 4096: +7.3%
+ * [+3.9, +11.5] on one CPU, +6.8 and +4.8% on two others (intervals crossing 0), as a
+ * variant of the tree before it (docs/design-notes.md, AMX: a small KC at one thread). */
 
 /* The C-stationary loops' packed depth of all K (each KC block padded, with its trailer)
  * and where block pc starts in it (every block but the last is whole K groups). */
@@ -174,7 +175,7 @@ static int mk_loops_cstat(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
                         const int64_t a0 = next_a_bytes * jp / npanels & ~(int64_t)63;
                         MK_UKERNEL_IRLOOP(kcp, mpanels, asub, mr * kcp, bp, pc != 0,
                                           acc + jp * mpanels * mr * nr, next_b, next_bytes,
-                                          next_a ? next_a + a0 : NULL,
+                                          next_a ? next_a + a0 : (const char *)apk,
                                           next_a_bytes * (jp + 1) / npanels - a0);
                         continue;
                     }

@@ -50,8 +50,8 @@ def numpy_blas_info() -> str:
 
 @dataclasses.dataclass(frozen=True)
 class GemmEntry:
-    """One of our contenders: a display label, a loaded Kernel and its blocking
-    (None: the analytical model's)."""
+    """One of our contenders: a display label, a loaded Kernel and its blocking (None:
+    the analytical model's of each call; a dict: overrides of it; a Blocking: that one)."""
     label: str
     kernel: object
     blocking: object = None

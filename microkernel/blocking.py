@@ -66,8 +66,9 @@ CSTAT_A_L2 = 16
 CSTAT_ACC_L2 = 2
 #: ... for K of at least this many elements; below it the tile-register model's one KC
 #: block and the BLIS loops (measured on the Sapphire Rapids host, 9 interleaved rounds
-#: on two CPUs: at K = 1024 those 5-19% faster for bf16, 5-10% for s8s8; at 2048 the
-#: C-stationary blocking 6% / 7-12% faster; docs/design-notes.md)
+#: on two CPUs: at K = 1024 those 12-19% faster for bf16, 5-10% for s8s8 (one interval
+#: crossing 0), at 512 4-6% (bf16); at 2048 the C-stationary blocking 6% (bf16) and 7-12%
+#: (s8s8) faster; docs/design-notes.md)
 CSTAT_MIN_K = 2048
 #: A team's dynamic units (c_src/mk_team.h, mk_loops_flow) per thread, taken from a shared
 #: counter so that a thread on a slower core takes fewer. Measured on the 16-core
@@ -213,8 +214,9 @@ def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
     trip per call rather than for both panels (bench/amx_roofline.py: that ir loop at
     69-73% of the tdpbf16ps peak against 58-60% at KC = 2048). Measured on the Sapphire
     Rapids host (bench/results/sapphire-rapids/amx_irloop/, 11 interleaved rounds over n
-    = 2048 and 4096, against KC = 2048, MC = 256 with one call per tile): +7.3, +6.8 and
-    +4.8% on CPUs 13, 9 and 5; MC = NC = 512 +4.9 to +6.0%, a tie with it."""
+    = 2048 and 4096, against KC = 2048, MC = 256 with one call per tile): +7.3% [+3.9,
+    +11.5] on CPU 13, +6.8 [-2.9, +11.1] and +4.8 [-0.9, +9.7] % on CPUs 9 and 5; MC =
+    NC = 512 +4.9 to +6.0%, a tie with it."""
     sa, sb = a_bytes, b_bytes
     def level(n):
         for c in caches:

@@ -23,11 +23,11 @@ _BLOCKING: dict = {}
 
 def blocking_for(kernel, threads: int | None = None, k: int | None = None) -> Blocking:
     """The analytical-model blocking (KC, MC, NC) for a loaded kernel on this machine,
-    for a call of ``threads`` threads (None: any count) and depth ``k`` (None: any).
-    One thread of an AMX kernel whose micro-kernel has the whole-ir-loop entry point
-    (``MK_UKERNEL_IRLOOP``: every generated one), at K >= :data:`~microkernel.blocking.
-    CSTAT_MIN_K`, gets the C-stationary loops' own blocking
-    (:func:`microkernel.blocking.model_blocking`, ``cstat``)."""
+    for a call of ``threads`` threads (None: more than one) and depth ``k`` (None: as
+    for a K of at least :data:`~microkernel.blocking.CSTAT_MIN_K`). One thread of an
+    AMX kernel whose module has the C-stationary loops with the whole-ir-loop entry point
+    (``MK_UKERNEL_IRLOOP``: every generated one), at K >= CSTAT_MIN_K, gets their own
+    blocking (:func:`microkernel.blocking.model_blocking`, ``cstat``)."""
     from .blocking import panel_bytes
     sizes = panel_bytes(kernel.spec)       # typed panels: 2-byte bf16, 1-byte int8, ...
     l2_panels = kernel.spec.isa == "amx"   # tile registers: micro-panels from L2
@@ -42,16 +42,17 @@ def blocking_for(kernel, threads: int | None = None, k: int | None = None) -> Bl
 
 
 def _has_irloop(kernel) -> bool:
-    """Whether kernel's module has the whole-ir-loop entry point of the C-stationary
-    loops: a generated AMX micro-kernel does; a user's source where it defines
-    ``MK_UKERNEL_IRLOOP``."""
+    """Whether kernel's module has the C-stationary loops with their whole-ir-loop entry
+    point: a generated AMX micro-kernel does; a user's source where it defines both
+    ``MK_C_STATIONARY`` and ``MK_UKERNEL_IRLOOP``."""
     if kernel.source is None:
         return True
     try:
         with open(kernel.source) as fh:
-            return "MK_UKERNEL_IRLOOP" in fh.read()
+            text = fh.read()
     except OSError:
         return False
+    return "MK_UKERNEL_IRLOOP" in text and "MK_C_STATIONARY" in text
 
 
 _F32 = np.dtype(np.float32)

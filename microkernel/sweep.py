@@ -482,11 +482,12 @@ def search_blocking(kernel, problems, threads: int = 1, *, rounds: int = 5,
     """Time ``kernel`` on ``problems`` with KC, MC, NC scaled around the model's choice
     (x0.5, x1, x1.5/x2), all blockings interleaved in the same rounds; returns one row
     per blocking (kc, mc, nc, model, speed relative to the model's blocking with its
-    interval), fastest first."""
+    interval), fastest first. The model's choice is gemm()'s for ``threads`` threads at
+    the deepest K of ``problems`` (:func:`microkernel.gemm.blocking_for`)."""
     from . import bench
     from .gemm import blocking_for
     from .timing import Rounds
-    base = blocking_for(kernel)
+    base = blocking_for(kernel, threads, max((p.k for p in problems), default=None))
     entries, seen = [], {}
     for fk, fm, fn in [(1, 1, 1), (0.5, 1, 1), (1.5, 1, 1), (1, 0.5, 1), (1, 2, 1),
                        (1, 1, 0.5), (0.5, 2, 1), (1.5, 0.5, 1)]:

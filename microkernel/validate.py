@@ -71,8 +71,9 @@ class Result:
 
 
 def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False,
-              kgroup: int = 1, types: str = "f32") -> list[Case]:
-    """The edge catalogue for an MR x NR tile with k-unroll and blocking KC.
+              kgroup: int = 1, types: str = "f32", extra_ks=()) -> list[Case]:
+    """The edge catalogue for an MR x NR tile with k-unroll and blocking KC (and the
+    depths ``extra_ks`` beside the K cases around it).
 
     ``quick`` keeps one case per remainder (for emulated runs). A tile whose panels
     hold K in groups (``kgroup``: pairs, quads, AMX rows) also gets K = 1, g-1, g, g+1,
@@ -98,7 +99,7 @@ def catalogue(mr: int, nr: int, k_unroll: int, kc: int, *, quick: bool = False,
         add(Case(f"n_rem{r}", mr, r, K))
         if not quick:
             add(Case(f"n_{nr}+{r}", 2 * mr + 1, nr + r, K, beta=0.5))
-    ks = {0, 1, max(k_unroll - 1, 1), k_unroll + 1, kc - 1, kc, kc + 1}
+    ks = {0, 1, max(k_unroll - 1, 1), k_unroll + 1, kc - 1, kc, kc + 1, *extra_ks}
     if kgroup > 1:
         ks |= {kgroup - 1, kgroup, kgroup + 1, 2 * kgroup + 1, kc + kgroup - 1}
     ks = sorted(ks)
@@ -351,11 +352,16 @@ def run_case(kernel, case: Case, seed: int = 0) -> Result:
 
 
 def catalogue_for(kernel, quick: bool = False) -> list[Case]:
-    """The catalogue for a loaded kernel, with its real KC from the blocking model."""
+    """The catalogue for a loaded kernel, with its real KC from the blocking model; where
+    one-thread calls from K = CSTAT_MIN_K block otherwise (AMX: the C-stationary loops'
+    KC1), also K = CSTAT_MIN_K + KC1 -/+ 1 (a last KC block of KC1 - 1 and of 1 there)."""
+    from .blocking import CSTAT_MIN_K
     from .gemm import blocking_for
     kgroup = int(kernel.lib.mk_kgroup()) if hasattr(kernel.lib, "mk_kgroup") else 1
-    return catalogue(kernel.mr, kernel.nr, kernel.spec.k_unroll, blocking_for(kernel).kc,
-                     quick=quick, kgroup=kgroup, types=kernel.spec.types)
+    kc, kc1 = blocking_for(kernel).kc, blocking_for(kernel, 1, CSTAT_MIN_K).kc
+    extra = () if kc1 == kc else (CSTAT_MIN_K + kc1 - 1, CSTAT_MIN_K + kc1 + 1)
+    return catalogue(kernel.mr, kernel.nr, kernel.spec.k_unroll, kc, quick=quick,
+                     kgroup=kgroup, types=kernel.spec.types, extra_ks=extra)
 
 
 def run_catalogue(kernel, quick: bool = False) -> list[Result]:

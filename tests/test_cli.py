@@ -301,7 +301,8 @@ def test_bench_blocking_override(tmp_path, capsys, monkeypatch):
     model = blocking_for(mk.get_kernel("scalar_4x4"))
     assert d["gemm_blocking"] == {"1": {"kc": 16, "mc": model.mc, "nc": 12, "chunks": TEAM_CHUNKS,
                                         "parts": TEAM_PARTS, "overridden": ["kc", "nc"]}}
-    assert {(b.kc, b.mc, b.nc) for b in seen} == {(16, model.mc, 12)}
+    # the overrides go to gemm(), which applies them to its own model blocking per call
+    assert seen and all(b == {"kc": 16, "nc": 12} for b in seen)
     assert "KC=16" in capsys.readouterr().out
     assert main(["bench", "--kernel", "scalar_4x4", "--sizes", "8", "--blocking", "mc=0"]) == 2
     assert "mc must be a positive integer" in capsys.readouterr().err

@@ -146,7 +146,6 @@ def test_one_thread_amx_gemm_goes_through_the_whole_ir_loop():
     assert validate.check(gemm(A, B, kernel=broken, threads=2, blocking=blk), ref, bound)[0]
     intact = emulated("amx_bf16_32x32")
     assert validate.check(gemm(A, B, kernel=intact, threads=1, blocking=blk), ref, bound)[0]
-    assert validate.check(gemm(A, B, kernel=intact, threads=1), ref, bound)[0]
     assert broken.lib.mk_emu_faults_c() == 0 and intact.lib.mk_emu_faults_c() == 0
 
 
@@ -168,5 +167,33 @@ def test_the_one_thread_amx_blocking_is_chosen_by_threads_depth_and_source(tmp_p
     src = tmp_path / "mine.c"
     src.write_text("/* a micro-kernel without the whole-ir-loop entry point */\n")
     assert blocking_for(kernel.Kernel(k.spec, k.module, str(src)), 1, 4096).kc == 2048
-    src.write_text("#define MK_UKERNEL_IRLOOP mine_irloop\n")
+    src.write_text("#define MK_UKERNEL_IRLOOP mine_irloop\n")     # no C-stationary loops
+    assert blocking_for(kernel.Kernel(k.spec, k.module, str(src)), 1, 4096).kc == 2048
+    src.write_text("#define MK_UKERNEL_IRLOOP mine_irloop\n#define MK_C_STATIONARY 1\n")
     assert blocking_for(kernel.Kernel(k.spec, k.module, str(src)), 1, 4096).kc == small.kc
+    # what gemm() hands the C driver: the model's blocking of the call, overrides on it
+    import importlib
+    gemm_mod = importlib.import_module("microkernel.gemm")   # the module, not the function
+    assert gemm_mod._driver(k, None, 1, 4096)[2].kc == small.kc
+    assert gemm_mod._driver(k, None, 1, CSTAT_MIN_K - 1)[2].kc == 2048
+    assert gemm_mod._driver(k, None, 2, 4096)[2].kc == 2048
+    over = gemm_mod._driver(k, {"mc": 64}, 1, 4096)[2]
+    assert (over.kc, over.mc, over.nc) == (small.kc, 64, small.nc)
+    assert gemm_mod._driver(k, {"mc": 64}, 2, 4096)[2].kc == 2048
+
+
+def test_one_thread_amx_gemm_at_a_deep_k_runs_the_whole_ir_loop_by_default():
+    """With no blocking given, a one-thread AMX call of K >= CSTAT_MIN_K goes through the
+    whole-ir-loop entry point: the module whose irloop drops its first C tile's store
+    gives a wrong C, the intact one the right C."""
+    import ml_dtypes
+    from microkernel import gemm
+    from microkernel.blocking import CSTAT_MIN_K
+    rng = np.random.default_rng(12)
+    A = rng.uniform(-1, 1, (40, CSTAT_MIN_K + 37)).astype(ml_dtypes.bfloat16)
+    B = rng.uniform(-1, 1, (CSTAT_MIN_K + 37, 36)).astype(ml_dtypes.bfloat16)
+    ref, bound = validate.reference(A, B, np.zeros((40, 36), np.float32), 1.0, 0.0, "bf16")
+    broken = emulated("amx_bf16_32x32", ("_tile_stored(0, cq + 0, 128);", "(void)cq;"))
+    assert not validate.check(gemm(A, B, kernel=broken, threads=1), ref, bound)[0]
+    intact = emulated("amx_bf16_32x32")
+    assert validate.check(gemm(A, B, kernel=intact, threads=1), ref, bound)[0]

@@ -63,8 +63,10 @@ the whole ir loop of the C-stationary loops below over their compact C tiles: ea
 stored right after its last product and the next tile's loaded into that register, so
 that the next tile's products start on loaded tiles; with gemm()'s one-thread blocking
 (KC = 256 bf16, whose B micro-panel L1 keeps across the ir loop:
-:func:`microkernel.blocking.model_blocking` ``cstat``) 4.8-7.3% faster than one call per
-tile at KC = 2048 on the Sapphire Rapids host (bench/results/sapphire-rapids/amx_irloop/).
+:func:`microkernel.blocking.model_blocking` ``cstat``), over n = 2048 and 4096 on the
+Sapphire Rapids host, +7.3% [+3.9, +11.5] against one call per tile at KC = 2048 on one CPU
+and +6.8 / +4.8% on two others, whose intervals cross 0 (bench/results/sapphire-rapids/
+amx_irloop/irloop2_*; timed as a variant of the tree before it).
 
 The module asks for the driver's C-stationary loops (``MK_C_STATIONARY``, c_src/mk_cstat.h):
 at one thread, when K spans several KC blocks, each MC x NC block of C is accumulated
@@ -289,10 +291,11 @@ def _irloop(spec, sym: str) -> list[str]:
     or zeroed first, stored after. The last k step of each tile stores every C tile
     right after its last product and loads (or zeroes) the next tile's into that
     register, so that the next tile's products start on loaded tiles rather than after a
-    round trip of all four (bench/amx_roofline.py: ``ir ... + C early next``). It also
-    prefetches the next tile's C into L1, 8 lines per k step, and the ranges ``pf_b``
-    (the driver's next B micro-panel) and ``pf_a`` (its share of the next A sub-block)
-    into L2, PF_B_LINES lines of each per k step."""
+    round trip of all four (bench/amx_roofline.py: ``ir ... + C early next``). In each k
+    step but a tile's last it also prefetches the next tile's C into L1, 8 lines, and
+    the ranges ``pf_b`` (the driver's next B micro-panel) and ``pf_a`` (its share of the
+    next A sub-block) into L2, PF_B_LINES lines of each, as far as those steps reach
+    (at KC = 256 and 8 tiles: 56 of a C tile's 64 lines, 224 of a 16 KiB B panel's 256)."""
     t = spec.types
     mr, nr = spec.mr, spec.nr
     ca, cb = _C_ELEM[t]

@@ -168,12 +168,14 @@ def run(args) -> int:
     cst = codegen.c_stationary(kern.spec, None if kern.source is None else
                                open(kern.source, encoding="utf-8").read())
     for threads in args.threads:
-        # the model's blocking for this many threads at the deepest K here (one thread of
-        # an AMX tile from K = CSTAT_MIN_K: the C-stationary loops' own), with the
-        # --blocking overrides; without them gemm() takes its own per call
-        blk = blocking_for(kern, threads, max(p.k for p in problems)).replace(**(args.blocking or {}))
-        entry = bench.GemmEntry(kern.label, kern, blk if args.blocking else None)
-        result["gemm_blocking"][str(threads)] = {
+        # gemm() takes its model blocking per call (for this many threads and the call's
+        # K: one thread of an AMX tile from K = CSTAT_MIN_K gets the C-stationary loops'
+        # own) with the --blocking overrides; the title names each shape's
+        blks = {p.label: blocking_for(kern, threads, p.k).replace(**(args.blocking or {}))
+                for p in problems}
+        blk = blks[max(problems, key=lambda p: p.k).label]
+        entry = bench.GemmEntry(kern.label, kern, dict(args.blocking) if args.blocking else None)
+        result["gemm_blocking"][str(threads)] = {     # the deepest shape's (each: "gemm")
             "kc": blk.kc, "mc": blk.mc, "nc": blk.nc, "chunks": blk.chunks, "parts": blk.parts,
             "overridden": sorted(args.blocking or ())}
         try:
@@ -191,10 +193,9 @@ def run(args) -> int:
             for _ in range(args.rounds):
                 r.round()
         kcs = f"KC={blk.kc} MC={blk.mc} NC={blk.nc}"
-        if not args.blocking:    # shallower shapes of the same call that block otherwise
-            other = {(b.kc, b.mc, b.nc): p.k for p in problems
-                     if (b := blocking_for(kern, threads, p.k)) != blk}
-            kcs += "".join(f"; K = {k}: KC={x[0]} MC={x[1]} NC={x[2]}" for x, k in other.items())
+        other = {(b.kc, b.mc, b.nc): p.k for p in problems      # shallower shapes that
+                 if (b := blks[p.label]) != blk}                 # block otherwise
+        kcs += "".join(f"; K = {k}: KC={x[0]} MC={x[1]} NC={x[2]}" for x, k in other.items())
         t = Table(title=f"gemm() {kern.label} on {dtype} ({kcs}), "
                         f"{threads} thread(s), {args.rounds} interleaved rounds; ratio: "
                         f"the peer's time / ours (> 1: ours is faster) [95%]",
@@ -212,8 +213,10 @@ def run(args) -> int:
         for i, p in enumerate(problems):
             ours_t = r.matrix(kern.label)[i:i + 1]
             g = r.gflops(p.label, kern.label)
+            b = blks[p.label]
             rec = {"kernel": kern.label, "shape": p.label, "threads": threads,
-                   "ours_gflops": g, "peers": {}, "peak": pname}
+                   "ours_gflops": g, "peers": {}, "peak": pname,
+                   "blocking": {"kc": b.kc, "mc": b.mc, "nc": b.nc}}
             if threads == 1:
                 iv = bench.paired_pct_peak(r, p.label, kern.label, pname)
                 rec["pct_peak"] = {**iv.as_dict(), "peak_gflops": r.gflops(p.label, pname)}
@@ -238,7 +241,7 @@ def run(args) -> int:
         result.setdefault("samples", {})[str(threads)] = r.samples()
         # extra memory of a call: the calling thread's packing workspace, reused
         ws = int(kern.lib.mk_workspace_bytes())
-        bound = max(workspace_bound(kern.spec, blk, p.m, p.n, p.k, threads, cst)
+        bound = max(workspace_bound(kern.spec, blks[p.label], p.m, p.n, p.k, threads, cst)
                     for p in problems)
         how = ("the C-stationary loops at one thread: the whole packed B, MC x K of A, "
                "MC x NC of C" if cst and threads == 1 else

@@ -66,10 +66,10 @@ def add_arguments(p) -> None:
 
 
 def parse_contenders(text: str, threads: int = 1):
-    """[GemmEntry] from --kernels: with overrides (``NAME:kc=N,...``), the model's
-    blocking for calls of ``threads`` threads (:func:`microkernel.gemm.blocking_for`)
-    with them; without, None (gemm()'s own choice per call). UsageError naming the bad
-    item."""
+    """[GemmEntry] from --kernels, each with its overrides (``NAME:kc=N,...``) as a dict,
+    which gemm() applies to its model blocking of each call (for ``threads`` threads and
+    the call's K: :func:`microkernel.gemm.blocking_for`), or None. UsageError naming the
+    bad item."""
     from .. import TileError, get_kernel
     from ..bench import GemmEntry
     from ..build import BuildError
@@ -90,8 +90,10 @@ def parse_contenders(text: str, threads: int = 1):
         try:
             kern = get_kernel(name, source=source or None)
             override = blocking_arg(blk) if blk else {}
-            # no override: None, the model's blocking of each call (gemm.blocking_for)
-            blocking = blocking_for(kern, threads).replace(**override) if override else None
+            blocking_for(kern, threads).replace(**override)   # ValueError for a bad value
+            # gemm() applies the overrides to its own model blocking of each call
+            # (gemm.blocking_for: per thread count and K); none: None, that blocking itself
+            blocking = override or None
         except (argparse.ArgumentTypeError, ValueError, OSError, BuildError, TileError,
                 IsaUnavailableError) as exc:
             hint = " (separate contenders with ';' when one has a blocking)" if "," in item else ""
