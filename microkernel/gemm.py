@@ -138,8 +138,9 @@ _OVERRIDES: dict = {}  # (id(kernel), dict items) -> mk_blocking *; the kernel s
                       # alive in _PLANS, so its id is not reused. One entry per distinct
                       # override (a few dozen bytes): a tuner trying thousands of them
                       # holds thousands of entries, as _CBLOCKING does for Blocking objects
-_PLANS: dict = {}  # (id(kernel), one thread at K >= CSTAT_MIN_K) -> (kernel, ffi, lib, model mk_blocking *); holding the
-                   # kernel keeps its id from being reused while the entry exists
+_PLANS: dict = {}  # (id(kernel), one thread at K >= CSTAT_MIN_K) -> (kernel, ffi, lib,
+                   # model mk_blocking *); holding the kernel keeps its id from being
+                   # reused while the entry exists
 
 
 def _c_blocking(ffi, blk: Blocking):
