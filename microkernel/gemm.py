@@ -43,16 +43,17 @@ def blocking_for(kernel, threads: int | None = None, k: int | None = None) -> Bl
 
 def _has_irloop(kernel) -> bool:
     """Whether kernel's module has the C-stationary loops with their whole-ir-loop entry
-    point: a generated AMX micro-kernel does; a user's source where it defines both
-    ``MK_C_STATIONARY`` and ``MK_UKERNEL_IRLOOP``."""
-    if kernel.source is None:
-        return True
-    try:
-        with open(kernel.source) as fh:
-            text = fh.read()
-    except OSError:
-        return False
-    return "MK_UKERNEL_IRLOOP" in text and "MK_C_STATIONARY" in text
+    point (:func:`microkernel.codegen.c_stationary_irloop`: a generated AMX micro-kernel
+    does; a user's source where it defines both); False for a source it cannot read."""
+    from .codegen import c_stationary_irloop
+    text = None
+    if kernel.source is not None:
+        try:
+            with open(kernel.source, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError:
+            return False
+    return c_stationary_irloop(kernel.spec, text)
 
 
 _F32 = np.dtype(np.float32)

@@ -18,7 +18,7 @@ import importlib
 from ..tile import TileSpec
 from .common import symbol
 
-__all__ = ["generate", "c_stationary", "generate_peak", "symbol", "FAMILY", "edge_symbol",
+__all__ = ["generate", "c_stationary", "c_stationary_irloop", "generate_peak", "symbol", "FAMILY", "edge_symbol",
            "nr_expr", "kernel_list", "desc_function", "PanelLayout", "layout",
            "module_defines", "mr_expr"]
 
@@ -46,6 +46,14 @@ def c_stationary(spec: TileSpec, source: str | None = None) -> bool:
     generated micro-kernel) asks the driver for its C-stationary loops
     (``MK_C_STATIONARY``, c_src/mk_cstat.h: the AMX and AVX512-BF16 tiles do)."""
     return "#define MK_C_STATIONARY 1" in (generate(spec) if source is None else source)
+
+
+def c_stationary_irloop(spec: TileSpec, source: str | None = None) -> bool:
+    """Whether ``spec``'s module (``source`` as for :func:`c_stationary`) takes the
+    C-stationary loops and gives them its whole-ir-loop entry point
+    (``MK_UKERNEL_IRLOOP``: the AMX tiles do, codegen/amx.py)."""
+    text = generate(spec) if source is None else source
+    return c_stationary(spec, text) and "#define MK_UKERNEL_IRLOOP " in text
 
 
 def generate_peak(isa: str, types: str = "f32") -> str:
