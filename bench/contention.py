@@ -1,18 +1,22 @@
 """gemm()'s default thread count under other runtimes' spinning workers (issue 24).
 
-    python bench/contention.py [--sizes 256,512,1024,2048,4096] [--rounds 7] [--out DIR]
+    python bench/contention.py [--sizes 256,512,1024,2048,4096] [--rounds 7]
+                               [--counts 1,4,16] [--contention] [--out DIR]
 
 1. **Alone**: a process of its own times ``gemm()`` with the default thread count
-   (the CPUs) and the same with ``$MICROKERNEL_CONTENTION=1`` (plus
-   :func:`microkernel.threads.contended`'s extra threads when other threads of the
-   process are runnable), 0.3 s pause before each sample, no other library loaded.
+   (the CPUs, fewer for a small problem: :func:`microkernel.threads.threads_for`), with
+   each explicit count of ``--counts`` (``threads=N``: how the default's choice for a
+   small problem fares), and with ``--contention`` the default with
+   ``$MICROKERNEL_CONTENTION=1`` (plus :func:`microkernel.threads.contended`'s extra
+   threads when other threads of the process are runnable), ``--alone-pause`` seconds
+   (default 0.3) before each sample, no other library loaded.
 2. **Interleaved, back to back**: one process, numpy and PyTorch (each at its own
-   default, every CPU) and the same two ``gemm()`` calls in shuffled order, no pause:
+   default, every CPU) and the same ``gemm()`` calls in shuffled order, no pause:
    whatever runs after numpy or torch shares the CPUs with their workers, which spin
    after each call (OpenBLAS about 0.1 s, libgomp GOMP_SPINCOUNT iterations). Each
    call of ``contended`` is logged (runnable threads seen, our awake workers, the
    count chosen).
-3. The same interleaved with ``--pause`` (default 0.3 s) before each sample.
+3. The same interleaved with ``--pause`` (default 0.3 s) before each sample (0: not run).
 
 Prints and writes ``contention.json`` / ``contention.md`` under --out: every library's
 GFLOP/s (median of the rounds, the spread beside it) and interleaved / alone for both
@@ -37,9 +41,10 @@ CHILD = textwrap.dedent("""
     import microkernel as mk
     from microkernel import threads as th
     from microkernel.timing import Contender, Rounds
-    sizes, rounds, pause, peers = (
+    sizes, rounds, pause, peers, counts, switch = (
         [int(x) for x in sys.argv[1].split(",")], int(sys.argv[2]), float(sys.argv[3]),
-        [p for p in sys.argv[4].split(",") if p])
+        [p for p in sys.argv[4].split(",") if p], [int(x) for x in sys.argv[5].split(",") if x],
+        sys.argv[6] == "1")
     gm = sys.modules["microkernel.gemm"]        # the module (the package's gemm is the function)
     log = collections.Counter()
     real = gm.contended
@@ -64,9 +69,13 @@ CHILD = textwrap.dedent("""
                 mk.gemm(A, B, C, kernel=k)
             finally:
                 del os.environ["MICROKERNEL_CONTENTION"]
-        cons.append(Contender("ours contention=1", on, flops, str(n)))
+        if switch:
+            cons.append(Contender("ours contention=1", on, flops, str(n)))
         cons.append(Contender("ours default", lambda A=A, B=B, C=C: mk.gemm(A, B, C, kernel=k),
                               flops, str(n)))
+        for t in counts:
+            cons.append(Contender(f"ours threads={t}", lambda A=A, B=B, C=C, t=t:
+                                  mk.gemm(A, B, C, kernel=k, threads=t), flops, str(n)))
         if "numpy" in peers:
             cons.append(Contender("numpy", lambda A=A, B=B, C=C: np.matmul(A, B, out=C), flops, str(n)))
         if "torch" in peers:
@@ -75,7 +84,8 @@ CHILD = textwrap.dedent("""
     r = Rounds(cons, min_time=0.02, pause=pause)
     for _ in range(rounds):
         r.round()
-    out = {"gflops": {}, "spread": {}}
+    out = {"gflops": {}, "spread": {},
+           "default_threads": {str(n): th.threads_for(n, n, n) for n in sizes}}
     for c in cons:
         g = [c.flops / t / 1e9 for t in r.times[(c.shape, c.name)]]
         out["gflops"].setdefault(c.name, {})[c.shape] = statistics.median(g)
@@ -85,12 +95,13 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def child(sizes, rounds, pause, peers, env_extra=None):
+def child(sizes, rounds, pause, peers, counts=(), switch=False, env_extra=None):
     # every library at its own default thread count: all CPUs
     env = child_env(env_extra, drop=("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                      "MICROKERNEL_CONTENTION", "MICROKERNEL_NUM_THREADS"))
     res = subprocess.run([sys.executable, "-c", CHILD, ",".join(map(str, sizes)), str(rounds),
-                          str(pause), ",".join(peers)], capture_output=True, text=True,
+                          str(pause), ",".join(peers), ",".join(map(str, counts)),
+                          "1" if switch else "0"], capture_output=True, text=True,
                          env=env, timeout=1800)
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
     if not lines:
@@ -103,15 +114,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="256,512,1024,2048,4096")
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--pause", type=float, default=0.3)
+    ap.add_argument("--pause", type=float, default=0.3,
+                    help="seconds before each sample of the paused interleaved run (0: none)")
+    ap.add_argument("--alone-pause", type=float, default=0.3)
+    ap.add_argument("--counts", default="",
+                    help="explicit thread counts timed beside the default, e.g. 1,4,16")
+    ap.add_argument("--contention", action="store_true",
+                    help="also time the default with $MICROKERNEL_CONTENTION=1")
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     import importlib.util
     peers = ["numpy"] + (["torch"] if importlib.util.find_spec("torch") else [])
-    runs = {"alone": child(sizes, args.rounds, 0.3, []),
-            "back to back": child(sizes, args.rounds, 0.0, peers),
-            f"pause {args.pause} s": child(sizes, args.rounds, args.pause, peers)}
+    counts = [int(x) for x in args.counts.split(",") if x]
+    ours = dict(counts=counts, switch=args.contention)
+    runs = {"alone": child(sizes, args.rounds, args.alone_pause, [], **ours),
+            "back to back": child(sizes, args.rounds, 0.0, peers, **ours)}
+    if args.pause:
+        runs[f"pause {args.pause} s"] = child(sizes, args.rounds, args.pause, peers, **ours)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "contention.json").write_text(json.dumps(runs, indent=1))
@@ -120,7 +140,8 @@ def main():
                   if ln.startswith("Model name")), "?")
     md = ["# gemm()'s default thread count under contention", "",
           f"{model}, {os.cpu_count()} CPUs; {args.rounds} rounds; GFLOP/s, median "
-          "[min, max] of the rounds", ""]
+          "[min, max] of the rounds; the default's thread count per size: " + ", ".join(
+              f"{n}: {t}" for n, t in runs["alone"]["default_threads"].items()), ""]
     for tag, d in runs.items():
         names = list(d["gflops"])
         md += [f"## {tag}", "", "| n | " + " | ".join(names) + " |",
@@ -138,8 +159,10 @@ def main():
         calls = collections.Counter()
         for t, _awake, _seen, _mine, chosen, count in d["contended_calls"]:
             calls[(t, chosen)] += count
-        md += ["", "default count -> threads used (calls): " + ", ".join(
-            f"{t} -> {c} ({k})" for (t, c), k in sorted(calls.items())), ""]
+        if calls:
+            md += ["", "$MICROKERNEL_CONTENTION=1: default count -> threads used (calls): "
+                   + ", ".join(f"{t} -> {c} ({k})" for (t, c), k in sorted(calls.items()))]
+        md.append("")
     (out / "contention.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0

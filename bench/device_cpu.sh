@@ -90,6 +90,9 @@
 #                                      and PyTorch back to back and paused), the thread tests;
 #                                      issue 21: `bench` of
 #                                      AMX bf16 at 4096 beside the tdpbf16ps loop, 15 rounds
+#   bash bench/device_cpu.sh small     issue 24: bench/contention.py at 128-1024 with explicit counts
+#                                      1-16 beside the default, alone and back to back with numpy
+#                                      and PyTorch (what count a small problem should get)
 #   bash bench/device_cpu.sh roofline  issue 21: bench/amx_roofline.py (the AMX tile's k loop with its
 #                                      panels in L1 / L2 / L3, the tile loads alone, the peak
 #                                      loop with random operands, the ir loop without the driver,
@@ -499,6 +502,13 @@ if [ "${1:-}" = scaling3 ]; then
         --libs "microkernel team,microkernel team parts=1 chunks=4,numpy,torch" --interleaved 0 \
         --out "$OUT"
   } 2>&1 | tee "$OUT/device_scaling3.log"
+  exit 0
+fi
+if [ "${1:-}" = small ]; then
+  {
+    run python3 bench/contention.py --sizes 128,192,256,384,512,768,1024 --counts 1,2,4,8,16 \
+        --rounds 25 --pause 0 --alone-pause 0 --out "$OUT/small"
+  } 2>&1 | tee "$OUT/device_small.log"
   exit 0
 fi
 if [ "${1:-}" = contention ]; then

@@ -68,7 +68,10 @@ ALONE = textwrap.dedent("""
                 # dynamic units per thread / the parts of a B block's columns they split
                 blk = {w.split("=")[0]: int(w.split("=")[1]) for w in lib.split() if "=" in w}
                 blk = {"chunks": 0} if lib.endswith("static") else blk or None
-                fn = lambda: mk.gemm(A, B, C, kernel=k, threads=t, blocking=blk)
+                # at most t threads, fewer for a small problem, as `compare --threads t`
+                # times it and numpy's BLAS sizes its calls under a limit of t
+                tc = mk.threads.threads_for(n, n, n, most=t)
+                fn = lambda: mk.gemm(A, B, C, kernel=k, threads=tc, blocking=blk)
             elif lib == "numpy":
                 fn = lambda: np.matmul(A, B, out=C)
             else:

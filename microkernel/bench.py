@@ -21,6 +21,7 @@ import numpy as np
 
 from . import peers as peers_mod
 from . import stats
+from .threads import threads_for
 from .timing import Contender, Rounds
 
 __all__ = ["GemmEntry", "gemm_contenders", "l1_contenders", "PEAK", "l1_figures",
@@ -87,8 +88,9 @@ def _typed_contenders(entries, problems, *, threads, peers, seed, check, types, 
     for p in problems:
         A, B = typed_operands(*p.operands(rng), types, rng)
         C = np.empty((p.m, p.n), t.dtype("out"))
+        tc = threads_for(p.m, p.n, p.k, most=threads)
         calls = [Contender(e.label, (lambda A=A, B=B, C=C, k=e.kernel, blk=e.blocking:
-                                     gemm(A, B, C, kernel=k, threads=threads, blocking=blk)),
+                                     gemm(A, B, C, kernel=k, threads=tc, blocking=blk)),
                            p.flops, p.label) for e in entries]
         tp = {name: peers_mod.typed_call(name, A, B, types) for name in peers}
         calls += [Contender(name, tp[name].fn, p.flops, p.label, reference=True)
@@ -142,6 +144,11 @@ def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),
     ``progress`` (a callable taking a line of text), when given, hears of each shape
     checked.
 
+    Our calls run :func:`microkernel.threads.threads_for` (m, n, k, most=``threads``)
+    threads: ``threads`` at most, fewer for a small problem, as gemm()'s default count
+    and numpy's BLAS under a limit of ``threads`` choose; the peers get ``threads`` as
+    their limit (:func:`microkernel.peers.limit_threads`).
+
     ``types`` (microkernel.dtypes, default fp32): the operands of that type
     (:func:`typed_operands`) and the peers on them (:mod:`microkernel.peers`: numpy on
     the float32 upcast, torch on the native dtype where it has a GEMM for it).
@@ -157,10 +164,11 @@ def gemm_contenders(entries, problems, *, threads: int = 1, peers=("numpy",),
     for p in problems:
         A, B = p.operands(rng)
         C = np.empty((p.m, p.n), np.float32)
+        tc = threads_for(p.m, p.n, p.k, most=threads)
         calls = []
         for e in entries:
-            fn = (lambda A=A, B=B, C=C, k=e.kernel, blk=e.blocking:
-                  gemm(A, B, C, kernel=k, threads=threads, blocking=blk))
+            fn = (lambda A=A, B=B, C=C, k=e.kernel, blk=e.blocking, tc=tc:
+                  gemm(A, B, C, kernel=k, threads=tc, blocking=blk))
             calls.append(Contender(e.label, fn, p.flops, p.label))
         for name in peers:
             calls.append(Contender(name, peers_mod.call(name, A, B, C), p.flops, p.label,

@@ -189,11 +189,13 @@ def contended(t: int, macs: int, awake: int = 0, ours: int = 0) -> int:
     return max(t, min(t + others, CONTENTION_MAX * t, macs // MACS_PER_THREAD, max_threads()))
 
 
-def threads_for(m: int, n: int, k: int) -> int:
-    """The default thread count for an m x n x k GEMM: :func:`default_threads`, but
-    at most one thread per :data:`MACS_PER_THREAD` multiply-adds (n = 1 or m = 1: the
-    GEMV path decides for itself)."""
-    t = default_threads()
+def threads_for(m: int, n: int, k: int, most: int | None = None) -> int:
+    """The default thread count for an m x n x k GEMM: ``most`` (default
+    :func:`default_threads`), but at most one thread per :data:`MACS_PER_THREAD`
+    multiply-adds (n = 1 or m = 1: the GEMV path decides for itself). ``bench`` and
+    ``compare`` time gemm() at ``threads_for(m, n, k, most=N)`` for ``--threads N``, as
+    numpy's BLAS sizes its own calls under a limit of N."""
+    t = default_threads() if most is None else most
     if t > 1:
         t = max(1, min(t, (m * n * max(k, 1)) // MACS_PER_THREAD))
     return t

@@ -108,6 +108,26 @@ def test_small_problems_get_fewer_default_threads(monkeypatch):
     assert threads.threads_for(64, 64, 64) == 1            # 2^18 multiply-adds
     assert threads.threads_for(128, 128, 128) == 2         # 2^21
     assert threads.threads_for(1024, 1024, 1024) == 16
+    # an explicit ceiling instead of the default count
+    assert threads.threads_for(64, 64, 64, most=16) == 1
+    assert threads.threads_for(128, 128, 128, most=16) == 2
+    assert threads.threads_for(1024, 1024, 1024, most=3) == 3
+    assert threads.threads_for(1024, 1024, 1024, most=1) == 1
+
+
+def test_bench_times_gemm_at_the_count_its_default_would_choose(monkeypatch):
+    """bench / compare --threads N: our calls get N threads at most, fewer for a small
+    problem (threads_for), as the peers' BLAS sizes its calls under a limit of N."""
+    from microkernel import bench, workloads
+    gm = sys.modules["microkernel.gemm"]          # the module (the package's gemm is the function)
+    seen = []
+    monkeypatch.setattr(gm, "gemm", lambda *a, threads=None, **kw: seen.append(threads))
+    import microkernel as mk
+    cons = bench.gemm_contenders([mk.get_kernel("scalar_4x4")], workloads.square([64, 512]),
+                                 threads=4, peers=(), check=False)
+    for c in cons:
+        c.fn()
+    assert seen == [1, 4]                          # 2^18 multiply-adds: 1; 2^27: 4
 
 
 def test_our_workers_spin_briefly_unless_the_user_chose():

@@ -97,6 +97,7 @@ def run(args) -> int:
     from ..blocking import workspace_bound
     from ..dispatch import get_kernel, kernels
     from ..gemm import blocking_for
+    from ..threads import threads_for
     from ..timing import Rounds
     from ..workloads import load, square
     json_path = output_path("--json", args.json)
@@ -170,8 +171,11 @@ def run(args) -> int:
     for threads in args.threads:
         # gemm() takes its model blocking per call (for this many threads and the call's
         # K: one thread of an AMX tile from K = CSTAT_MIN_K gets the C-stationary loops'
-        # own) with the --blocking overrides; the title names each shape's
-        blks = {p.label: blocking_for(kern, threads, p.k).replace(**(args.blocking or {}))
+        # own) with the --blocking overrides; the title names each shape's. Each shape runs
+        # threads_for(m, n, k, most=threads) threads (bench.gemm_contenders): fewer for a
+        # small one, as gemm()'s default count chooses
+        used = {p.label: threads_for(p.m, p.n, p.k, most=threads) for p in problems}
+        blks = {p.label: blocking_for(kern, used[p.label], p.k).replace(**(args.blocking or {}))
                 for p in problems}
         blk = blks[max(problems, key=lambda p: p.k).label]
         entry = bench.GemmEntry(kern.label, kern, dict(args.blocking) if args.blocking else None)
@@ -202,7 +206,8 @@ def run(args) -> int:
                   box=box.SIMPLE_HEAD, title_justify="left",
                   caption=("% peak: of the peak loop timed beside each shape in the same rounds "
                            "[95%]" if threads == 1 else
-                           "% peak: of the kernel's peak (the L1 rounds above) x threads"),
+                           "% peak: of the kernel's peak (the L1 rounds above) x the threads "
+                           "the shape ran (fewer for a small one: threads_for)"),
                   caption_justify="left")
         cols = ["shape", "ours GF/s", "% peak"]
         for n in peer_names:
@@ -214,7 +219,7 @@ def run(args) -> int:
             ours_t = r.matrix(kern.label)[i:i + 1]
             g = r.gflops(p.label, kern.label)
             b = blks[p.label]
-            rec = {"kernel": kern.label, "shape": p.label, "threads": threads,
+            rec = {"kernel": kern.label, "shape": p.label, "threads": used[p.label],
                    "ours_gflops": g, "peers": {}, "peak": pname,
                    "blocking": {"kc": b.kc, "mc": b.mc, "nc": b.nc}}
             if threads == 1:
@@ -222,8 +227,8 @@ def run(args) -> int:
                 rec["pct_peak"] = {**iv.as_dict(), "peak_gflops": r.gflops(p.label, pname)}
                 pct = f"{iv.point:.0f}% [{iv.lo:.0f}-{iv.hi:.0f}]"
             else:
-                pct = f"{100 * g / (fig[pname]['gflops'] * threads):.0f}%"
-                rec["pct_peak"] = {"point": 100 * g / (fig[pname]["gflops"] * threads)}
+                pct = f"{100 * g / (fig[pname]['gflops'] * used[p.label]):.0f}%"
+                rec["pct_peak"] = {"point": 100 * g / (fig[pname]["gflops"] * used[p.label])}
             row = [p.label, f"{g:.1f}", pct]
             for n in peer_names:
                 iv = stats.bootstrap(stats.paired_ratios(r.matrix(n)[i:i + 1], ours_t))

@@ -194,11 +194,13 @@ def _tiny(dtype):
 
 def _figures(r, problems, labels, peer_names, args) -> dict:
     from .. import peers as peers_mod
+    from ..threads import threads_for
     first = labels[0]
     times = r.matrices(labels + peer_names)
     shapes = []
     for i, p in enumerate(problems):
         row = {"shape": p.label, "m": p.m, "n": p.n, "k": p.k, "flops": p.flops,
+               "threads": threads_for(p.m, p.n, p.k, most=args.threads),   # ours (gemm_contenders)
                "contenders": {}}
         for name in labels + peer_names:
             t = times[name][i:i + 1]
@@ -232,8 +234,11 @@ def _pct(d) -> str:
 
 def _print(con, res, labels, peer_names) -> None:
     first = labels[0]
+    fewer = {s["shape"]: s["threads"] for s in res["shapes"] if s["threads"] < res["threads"]}
+    few = ("; ours on fewer for a small problem, as gemm()'s default: " + ", ".join(
+        f"{k} {v}" for k, v in fewer.items())) if fewer else ""
     con.print(f"{len(labels)} contender(s), {len(res['shapes'])} shape(s), {res['rounds']} "
-              f"interleaved rounds, {res['threads']} thread(s); peers: "
+              f"interleaved rounds, {res['threads']} thread(s){few}; peers: "
               f"{'; '.join(res['peers'].values()) or 'none'}; intervals 95% (bootstrap "
               f"over rounds{'; ' + c if (c := stats.interval_caveat(res['rounds'])) else ''}); "
               f"'vs' = their time / this one's (> 0%: this one is faster); "
