@@ -45,7 +45,8 @@ import numbers
 
 __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
            "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS",
-           "FLOW_BUFS", "CSTAT_B_L1", "CSTAT_A_L2", "CSTAT_ACC_L2", "CSTAT_MIN_K"]
+           "FLOW_BUFS", "CSTAT_B_L1", "CSTAT_A_L2", "CSTAT_ACC_L2", "CSTAT_MIN_K",
+           "CSTAT_MAX_B", "cstat_b_bytes"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
@@ -70,6 +71,10 @@ CSTAT_ACC_L2 = 2
 #: crossing 0), at 512 4-6% (bf16); at 2048 the C-stationary blocking 6% (bf16) and 7-12%
 #: (s8s8) faster; docs/design-notes.md)
 CSTAT_MIN_K = 2048
+#: ... and a whole packed B of at most this many bytes, the C driver's bound for those
+#: loops (c_src/mk_cstat.h MK_CSTAT_MAX_B; a test reads it there): past it the driver
+#: runs the BLIS loops, which the C-stationary blocking's small KC does not suit
+CSTAT_MAX_B = 1 << 30
 #: A team's dynamic units (c_src/mk_team.h, mk_loops_flow) per thread, taken from a shared
 #: counter so that a thread on a slower core takes fewer. Measured on the 16-core
 #: Sapphire Rapids host (docs/design-notes.md, threads: 8 with TEAM_PARTS = 4, +11.8%
@@ -128,6 +133,18 @@ def _round_down(x: int, to: int) -> int:
 #: bytes of the C element types of packed panels (codegen.PanelLayout.ta / .tb)
 ELEMENT_BYTES = {"float": 4, "int32_t": 4, "uint32_t": 4, "int16_t": 2, "uint16_t": 2,
                  "int8_t": 1, "uint8_t": 1}
+
+
+def cstat_b_bytes(spec, n: int, k: int) -> int:
+    """Bytes of the whole packed B (k x n) of ``spec``'s module in the C-stationary loops
+    (c_src/mk_cstat.h ``mk_cstat_bytes``: n rounded up to NR, k to the K group
+    ``max(ga, gb)``, the packing slack, 64-byte rounding), without the trailer that
+    VNNI modules with column sums add per KC block (no AMX module has one)."""
+    from .codegen import layout
+    lay = layout(spec)
+    g = max(lay.ga, lay.gb)
+    elems = -(-n // spec.nr) * spec.nr * (-(-k // g) * g) + 8      # MK_PACK_SLACK
+    return -(-elems * ELEMENT_BYTES[lay.tb] // 64) * 64
 
 
 def panel_bytes(spec) -> tuple[int, int]:

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from .blocking import CSTAT_MIN_K, Blocking, model_blocking
+from .blocking import CSTAT_MAX_B, CSTAT_MIN_K, Blocking, cstat_b_bytes, model_blocking
 from .dispatch import get_kernel
 
 _Kernel = None  # microkernel.kernel.Kernel, imported on first use: importing this module
@@ -21,24 +21,33 @@ from .threads import check_count, contended, contention_on, default_threads, thr
 _BLOCKING: dict = {}
 
 
-def blocking_for(kernel, threads: int | None = None, k: int | None = None) -> Blocking:
+def blocking_for(kernel, threads: int | None = None, k: int | None = None,
+                 n: int | None = None) -> Blocking:
     """The analytical-model blocking (KC, MC, NC) for a loaded kernel on this machine,
-    for a call of ``threads`` threads (None: more than one) and depth ``k`` (None: as
-    for a K of at least :data:`~microkernel.blocking.CSTAT_MIN_K`). One thread of an
-    AMX kernel whose module has the C-stationary loops with the whole-ir-loop entry point
-    (``MK_UKERNEL_IRLOOP``: every generated one), at K >= CSTAT_MIN_K, gets their own
-    blocking (:func:`microkernel.blocking.model_blocking`, ``cstat``)."""
+    for a call of ``threads`` threads (None: more than one), depth ``k`` (None: as for a
+    K of at least :data:`~microkernel.blocking.CSTAT_MIN_K`) and ``n`` columns (None: a
+    B that the C-stationary loops take). One thread of an AMX kernel whose module has the
+    C-stationary loops with the whole-ir-loop entry point (``MK_UKERNEL_IRLOOP``: every
+    generated one), at K >= CSTAT_MIN_K with a packed B of at most
+    :data:`~microkernel.blocking.CSTAT_MAX_B` bytes (the driver's bound for those loops),
+    gets their own blocking (:func:`microkernel.blocking.model_blocking`, ``cstat``)."""
     from .blocking import panel_bytes
     sizes = panel_bytes(kernel.spec)       # typed panels: 2-byte bf16, 1-byte int8, ...
     l2_panels = kernel.spec.isa == "amx"   # tile registers: micro-panels from L2
     cstat = (l2_panels and threads == 1 and (k is None or k >= CSTAT_MIN_K)
-             and _has_irloop(kernel))
+             and (n is None or _cstat_fits(kernel, n, k)) and _has_irloop(kernel))
     key = (kernel.mr, kernel.nr, sizes, l2_panels, cstat)
     if key not in _BLOCKING:
         from .probe import probe
         _BLOCKING[key] = model_blocking(kernel.mr, kernel.nr, probe().caches, *sizes,
                                         l2_panels=l2_panels, cstat=cstat)
     return _BLOCKING[key]
+
+
+def _cstat_fits(kernel, n: int, k: int | None) -> bool:
+    """Whether the driver would take the C-stationary loops' packed B for n columns of
+    depth k (None: CSTAT_MIN_K): at most CSTAT_MAX_B bytes, with 1% to spare."""
+    return cstat_b_bytes(kernel.spec, n, CSTAT_MIN_K if k is None else k) * 101 // 100 <= CSTAT_MAX_B
 
 
 def _has_irloop(kernel) -> bool:
@@ -182,11 +191,12 @@ def _plan(kern, one: bool):
     return plan[1:]
 
 
-def _driver(kern, blocking, threads: int = 0, k: int = 0):
+def _driver(kern, blocking, threads: int = 0, k: int = 0, n: int = 0):
     """(ffi, lib, ``mk_blocking *``) for a call of kern's driver with ``threads``
-    threads and depth ``k``: the blocking is the model's (:func:`blocking_for`), or
-    ``blocking`` (a Blocking, or a dict of overrides of the model's) when given."""
-    one = threads == 1 and k >= CSTAT_MIN_K
+    threads, depth ``k`` and ``n`` columns: the blocking is the model's
+    (:func:`blocking_for`), or ``blocking`` (a Blocking, or a dict of overrides of the
+    model's) when given."""
+    one = threads == 1 and k >= CSTAT_MIN_K and _cstat_fits(kern, n, k)
     ffi, lib, cblk = _plan(kern, one)
     if isinstance(blocking, dict):
         cblk = _override(kern, ffi, blocking, one)
@@ -339,7 +349,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
     if kern.spec.types != "f32":
         raise TypeError(f"kernel {kern.name} takes {kern.spec.gemm_types.a} inputs, but A "
                         f"and B are float32; use an fp32 tile (or convert A and B)")
-    ffi, lib, cblk = _driver(kern, blocking, threads, k)
+    ffi, lib, cblk = _driver(kern, blocking, threads, k, n)
     if auto:
         threads = _if_contended(threads, m * n * k)
 

@@ -140,7 +140,7 @@ def gemm_typed(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         threads = check_count(threads)
     if m == 0 or n == 0:
         return C
-    ffi, lib, cblk = _driver(kern, blocking, threads, k)
+    ffi, lib, cblk = _driver(kern, blocking, threads, k, n)
     if auto:
         threads = _if_contended(threads, m * n * k)
     if not _native(A):

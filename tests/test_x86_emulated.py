@@ -180,6 +180,28 @@ def test_the_one_thread_amx_blocking_is_chosen_by_threads_depth_and_source(tmp_p
     over = gemm_mod._driver(k, {"mc": 64}, 1, 4096)[2]
     assert (over.kc, over.mc, over.nc) == (small.kc, 64, small.nc)
     assert gemm_mod._driver(k, {"mc": 64}, 2, 4096)[2].kc == 2048
+    # a packed B past the driver's bound for the C-stationary loops (1 GiB: 2^17 columns
+    # of 4096 bf16, and 16 bytes of slack) runs the BLIS loops, so it keeps their blocking
+    assert gemm_mod._driver(k, None, 1, 4096, (1 << 17) - 2048)[2].kc == small.kc  # 98.4%
+    assert gemm_mod._driver(k, None, 1, 4096, 1 << 17)[2].kc == 2048
+    assert gemm_mod._driver(k, None, 1, 4096, 1 << 18)[2].kc == 2048
+    assert blocking_for(k, 1, 4096, 1 << 18).kc == 2048
+    assert gemm_mod._driver(k, {"mc": 64}, 1, 4096, 1 << 18)[2].kc == 2048
+
+
+def test_the_cstat_bound_and_packed_b_bytes_match_the_c_driver():
+    """blocking.CSTAT_MAX_B is c_src/mk_cstat.h's MK_CSTAT_MAX_B, and cstat_b_bytes is
+    mk_cstat_bytes' B part, worked out by hand for amx_bf16_32x32 (NR = 32, K group 32,
+    2-byte panels): n = 100 -> 128 columns, k = 100 -> 128, (128 * 128 + 8) * 2 = 32784
+    bytes, rounded up to 64: 32832."""
+    import re
+    from microkernel.blocking import CSTAT_MAX_B, cstat_b_bytes
+    text = (pathlib.Path(__file__).resolve().parents[1] / "c_src" / "mk_cstat.h").read_text()
+    m = re.search(r"#define MK_CSTAT_MAX_B \(\(size_t\)1 << (\d+)\)", text)
+    assert m and CSTAT_MAX_B == 1 << int(m.group(1))
+    spec = emulated("amx_bf16_32x32").spec
+    assert cstat_b_bytes(spec, 100, 100) == 32832
+    assert cstat_b_bytes(spec, 1 << 17, 4096) == (1 << 30) + 64      # the slack's 16 bytes
 
 
 def test_one_thread_amx_gemm_at_a_deep_k_runs_the_whole_ir_loop_by_default():

@@ -175,7 +175,7 @@ def run(args) -> int:
         # threads_for(m, n, k, most=threads) threads (bench.gemm_contenders): fewer for a
         # small one, as gemm()'s default count chooses
         used = {p.label: threads_for(p.m, p.n, p.k, most=threads) for p in problems}
-        blks = {p.label: blocking_for(kern, used[p.label], p.k).replace(**(args.blocking or {}))
+        blks = {p.label: blocking_for(kern, used[p.label], p.k, p.n).replace(**(args.blocking or {}))
                 for p in problems}
         blk = blks[max(problems, key=lambda p: p.k).label]
         entry = bench.GemmEntry(kern.label, kern, dict(args.blocking) if args.blocking else None)
