@@ -514,7 +514,8 @@ fi
 if [ "${1:-}" = contention ]; then
   {
     run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py
-    run python3 bench/contention.py --sizes 256,512,1024,2048,4096 --rounds 7 --out "$OUT/contention"
+    run python3 bench/contention.py --sizes 256,512,1024,2048,4096 --rounds 7 --contention \
+        --out "$OUT/contention"
     run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
         --sizes 4096 --rounds 15 --peers torch --json "$OUT/amx_bench4096_cpu9.json"
   } 2>&1 | tee "$OUT/device_contention.log"
