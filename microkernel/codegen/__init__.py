@@ -13,6 +13,7 @@ sanitizer harness).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 
 from ..tile import TileSpec
@@ -102,11 +103,14 @@ class PanelLayout:
 _WIDEN = {"bf16": "mk_bf16_to_f32(x)", "f16": "mk_f16_to_f32(x)"}
 
 
+@functools.lru_cache(maxsize=None)
 def layout(spec: TileSpec) -> PanelLayout:
     """The panel layout of ``spec``'s module: the ISA family's (``family.layout``) when
     it has one for these types, else the portable default: fp32 as it is; bf16 and fp16
     widened to fp32 while packing (the fp32 micro-kernel runs on them); integers widened
-    to int32 (the integer micro-kernel of the scalar emitter)."""
+    to int32 (the integer micro-kernel of the scalar emitter). Cached per spec (a
+    frozen PanelLayout): gemm() asks for it in calls whose blocking depends on the
+    packed B's size (``gemm._cstat_fits``)."""
     family = _family(spec.isa)
     if hasattr(family, "layout"):
         got = family.layout(spec)
