@@ -90,7 +90,7 @@
 #                                      and PyTorch back to back and paused), the thread tests;
 #                                      issue 21: `bench` of
 #                                      AMX bf16 at 4096 beside the tdpbf16ps loop, 15 rounds
-#   bash bench/device_cpu.sh small     issue 24: bench/contention.py at 128-1024 with explicit counts
+#   bash bench/device_cpu.sh scan      issue 24: bench/contention.py at 128-1024 with explicit counts
 #                                      1-16 beside the default, alone and back to back with numpy
 #                                      and PyTorch (what count a small problem should get)
 #   bash bench/device_cpu.sh roofline  issue 21: bench/amx_roofline.py (the AMX tile's k loop with its
@@ -504,7 +504,7 @@ if [ "${1:-}" = scaling3 ]; then
   } 2>&1 | tee "$OUT/device_scaling3.log"
   exit 0
 fi
-if [ "${1:-}" = small ]; then
+if [ "${1:-}" = scan ]; then
   {
     run python3 bench/contention.py --sizes 128,192,256,384,512,768,1024 --counts 1,2,4,8,16 \
         --rounds 25 --pause 0 --alone-pause 0 --out "$OUT/small"
