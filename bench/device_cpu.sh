@@ -102,6 +102,11 @@
 #                                      (its source carried in .amxold/, which also gives it the
 #                                      old blocking) at 512-4096, bf16 and s8s8, beside PyTorch
 #                                      on CPUs 13 and 5; `bench` of bf16 at 1024-4096 on CPU 13
+#   bash bench/device_cpu.sh lastpf    issue 21: the AMX ir loop's L2 prefetches in each tile's last
+#                                      k step too, raced against the bf16 module before it (carry
+#                                      .amxvar/old_amx_bf16_32x32.c from `git show
+#                                      ae0c4c1:c_src/ukernels/amx_bf16_32x32.c`); catalogue, bench at 4096, then
+#                                      bench/contention.py at 256-4096 (issue 24's interleaving)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5
@@ -541,6 +546,22 @@ if [ "${1:-}" = amxsmall ]; then
     run taskset -c 13 python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
         --sizes 1024,2048,4096 --rounds 9 --peers torch --json "$OUT/amxsmall_bench_cpu13.json"
   } 2>&1 | tee "$OUT/device_amxsmall.log"
+  exit 0
+fi
+if [ "${1:-}" = lastpf ]; then
+  d=amx_bf16_32x32; s=amx_s8s8_32x32
+  {
+    for t in $d $s; do run mk validate --kernel $t; done
+    for cpu in 13 5; do
+      run taskset -c $cpu python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 --rounds 9 \
+          --peers torch --json "$OUT/lastpf_bf16_cpu$cpu.json" --kernels "$d;$d@.amxvar/old_$d.c"
+    done
+    for cpu in 13 5; do
+      run taskset -c $cpu python3 -m microkernel bench --dtype bf16 --kernel $d --sizes 4096 \
+          --rounds 11 --peers torch --json "$OUT/lastpf_bench_cpu$cpu.json"
+    done
+    run python3 bench/contention.py --sizes 256,512,1024,2048,4096 --rounds 7 --out "$OUT/contention"
+  } 2>&1 | tee "$OUT/device_lastpf.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then

@@ -175,6 +175,20 @@ mk_ukernel_amx_u8u8_32x32_irloop(int64_t kc, int64_t calls, const uint8_t *restr
             pbk += 2048;
         }
         /* the last k step: each C tile out after its last product, the next in */
+        if (pb < pb_end) {
+            __builtin_prefetch((const void *)(pb + 0), 0, 2);
+            __builtin_prefetch((const void *)(pb + 64), 0, 2);
+            __builtin_prefetch((const void *)(pb + 128), 0, 2);
+            __builtin_prefetch((const void *)(pb + 192), 0, 2);
+            pb += 256;
+        }
+        if (pfa < pfa_end) {
+            __builtin_prefetch((const void *)(pfa + 0), 0, 2);
+            __builtin_prefetch((const void *)(pfa + 64), 0, 2);
+            __builtin_prefetch((const void *)(pfa + 128), 0, 2);
+            __builtin_prefetch((const void *)(pfa + 192), 0, 2);
+            pfa += 256;
+        }
         _tile_loadd(4, pa + 0, 64);
         _tile_loadd(6, pbk + 0, 128);
         _tile_dpbuud(0, 4, 6);

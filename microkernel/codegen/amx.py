@@ -292,10 +292,13 @@ def _irloop(spec, sym: str) -> list[str]:
     right after its last product and loads (or zeroes) the next tile's into that
     register, so that the next tile's products start on loaded tiles rather than after a
     round trip of all four (bench/amx_roofline.py: ``ir ... + C early next``). In each k
-    step but a tile's last it also prefetches the next tile's C into L1, 8 lines, and
-    the ranges ``pf_b`` (the driver's next B micro-panel) and ``pf_a`` (its share of the
-    next A sub-block) into L2, PF_B_LINES lines of each, as far as those steps reach
-    (at KC = 256 and 8 tiles: 56 of a C tile's 64 lines, 224 of a 16 KiB B panel's 256)."""
+    step but a tile's last it also prefetches the next tile's C into L1, 8 lines (at KC =
+    256: 56 of a C tile's 64 lines; the last step loads the rest as tiles). In every k
+    step, the last included, it prefetches the ranges ``pf_b`` (the driver's next B
+    micro-panel) and ``pf_a`` (its share of the next A sub-block) into L2, PF_B_LINES
+    lines of each, as far as the ranges reach: at KC = 256 bf16 and MC = 256 (8 tiles of
+    8 k steps) all 256 lines of the next 16 KiB B micro-panel (without the last step's
+    share, 224: each jr step's last k step of B would come from L3)."""
     t = spec.types
     mr, nr = spec.mr, spec.nr
     ca, cb = _C_ELEM[t]
@@ -332,6 +335,8 @@ def _irloop(spec, sym: str) -> list[str]:
                    + _prefetch("pfa", "pfa_end", PF_B_LINES, 2) + _step(spec, "pa", "pbk"), 12)
     out += [f"            pa += {mr * kg};", f"            pbk += {kg * nr};", "        }",
             "        /* the last k step: each C tile out after its last product, the next in */"]
+    out += _indent(_prefetch("pb", "pb_end", PF_B_LINES, 2)
+                   + _prefetch("pfa", "pfa_end", PF_B_LINES, 2), 8)
 
     def out_next(i, j):
         off = 16 * i * nr + 16 * j
