@@ -106,7 +106,7 @@
 #                                      k step too, raced against the bf16 module before it (carry
 #                                      .amxvar/old_amx_bf16_32x32.c from `git show
 #                                      ae0c4c1:c_src/ukernels/amx_bf16_32x32.c`); catalogue, bench at 4096, then
-#                                      bench/contention.py at 256-4096 (issue 24's interleaving)
+#                                      bench/contention.py at 256-4096 three times (issue 24's interleaving)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5
@@ -560,7 +560,9 @@ if [ "${1:-}" = lastpf ]; then
       run taskset -c $cpu python3 -m microkernel bench --dtype bf16 --kernel $d --sizes 4096 \
           --rounds 11 --peers torch --json "$OUT/lastpf_bench_cpu$cpu.json"
     done
-    run python3 bench/contention.py --sizes 256,512,1024,2048,4096 --rounds 7 --out "$OUT/contention"
+    for r in 1 2 3; do
+      run python3 bench/contention.py --sizes 256,512,1024,2048,4096 --rounds 9 --out "$OUT/contention_r$r"
+    done
   } 2>&1 | tee "$OUT/device_lastpf.log"
   exit 0
 fi
