@@ -109,7 +109,8 @@
 #                                      bench/contention.py at 256-4096 three times (issue 24's interleaving)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
-#                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5
+#                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
+#                                      shapes raced against 32 x 32 at 2048, 4096 (their blocking) on CPU 9
 #   bash bench/device_cpu.sh waits     issue 24: the flow's waits (mk_wait_step: yield, spin on, a
 #                                      20 us sleep) raced at 16 threads beside numpy and
 #                                      PyTorch, back to back and paused; the thread tests
@@ -574,6 +575,9 @@ if [ "${1:-}" = amxfinal ]; then
       run taskset -c $cpu python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
           --sizes 1024,2048,4096 --rounds 11 --peers torch --json "$OUT/amxfinal_bench_cpu$cpu.json"
     done
+    run taskset -c 9 python3 -m microkernel compare --dtype bf16 --sizes 2048,4096 --rounds 7 \
+        --peers torch --kernels "amx_bf16_32x32;amx_bf16_16x32;amx_bf16_32x16" \
+        --json "$OUT/amxfinal_shapes_cpu9.json"
   } 2>&1 | tee "$OUT/device_amxfinal.log"
   exit 0
 fi
