@@ -107,6 +107,9 @@
 #                                      .amxvar/old_amx_bf16_32x32.c from `git show
 #                                      ae0c4c1:c_src/ukernels/amx_bf16_32x32.c`); catalogue, bench at 4096, then
 #                                      bench/contention.py at 256-4096 three times (issue 24's interleaving)
+#   bash bench/device_cpu.sh calm      issue 24: numpy's 16-thread GFLOP/s at 4096 first; on a calm host
+#                                      (>= 2,000) the f32 default's units (chunks, parts, KC) raced
+#                                      at 16 threads beside numpy and PyTorch, paused
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -565,6 +568,26 @@ if [ "${1:-}" = lastpf ]; then
       run python3 bench/contention.py --sizes 256,512,1024,2048,4096 --rounds 9 --out "$OUT/contention_r$r"
     done
   } 2>&1 | tee "$OUT/device_lastpf.log"
+  exit 0
+fi
+if [ "${1:-}" = calm ]; then
+  # issue 24 on a calm host: numpy at 16 threads and 4096 first; only where it reads at
+  # least 2,000 GFLOP/s (a calm host: 2,479 in session 55; a busy one 900-1,250) the f32
+  # default's units raced at 16 threads beside numpy and PyTorch (paused), then alone
+  k=$(f32)
+  {
+    g=$(python3 -c 'import numpy as np, time
+a = np.ones((4096, 4096), np.float32); c = np.empty_like(a); np.matmul(a, a, out=c)
+t = time.perf_counter(); [np.matmul(a, a, out=c) for _ in range(5)]
+print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
+    echo "numpy 16 threads at 4096: $g GFLOP/s"
+    if [ "$g" -ge 2000 ]; then
+      race16 calm_units.json 1024,2048,4096 7 0.3 \
+          "$k;$k:chunks=2;$k:chunks=4;$k:parts=2;$k:parts=1,chunks=4;$k:parts=1,chunks=2;$k:kc=512"
+    else
+      echo "a busy host: not raced"
+    fi
+  } 2>&1 | tee "$OUT/device_calm.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then
