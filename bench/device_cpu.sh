@@ -576,7 +576,7 @@ if [ "${1:-}" = calm ]; then
   # default's units raced at 16 threads beside numpy and PyTorch (paused), then alone
   k=$(f32)
   {
-    g=$(python3 -c 'import numpy as np, time
+    g=$(OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -c 'import numpy as np, time
 a = np.ones((4096, 4096), np.float32); c = np.empty_like(a); np.matmul(a, a, out=c)
 t = time.perf_counter(); [np.matmul(a, a, out=c) for _ in range(5)]
 print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
