@@ -8,9 +8,9 @@ interleaved (issue 24). For the lent machine's 16-core host; runs anywhere.
    every thread count and size: a warm-up call, then 7 samples (the timing engine,
    :class:`microkernel.timing.Rounds`, with only that library in the round), medians.
    microkernel runs once per decomposition (MICROKERNEL_THREADING=team and slices; the
-   team with its dynamic units (8 per thread, each rows x a quarter of the B block's
+   team with its dynamic units (2 per thread since session 55, each rows x a quarter of the B block's
    columns, by default), and with the blocking's chunks=0 (static: a fixed share per
-   thread), 2 and 16, with its units of whole rows (parts=1 chunks=4: the team before
+   thread), 2, 8 (the default before) and 16, with its units of whole rows (parts=1 chunks=4: the team before
    2026-12-04) or an eighth of the columns (parts=8), with MICROKERNEL_TEAM_GRID=square,
    and with its threads bound to the cores (OMP_PROC_BIND=close OMP_PLACES=cores:
    "bind")), so the switch between them is measured, not
@@ -138,6 +138,7 @@ def main():
             ("microkernel slices", {"MICROKERNEL_THREADING": "slices"}),
             ("microkernel team static", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team chunks=2", {"MICROKERNEL_THREADING": "team"}),
+            ("microkernel team chunks=8", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team chunks=16", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team parts=1 chunks=4", {"MICROKERNEL_THREADING": "team"}),
             ("microkernel team parts=8", {"MICROKERNEL_THREADING": "team"}),
@@ -164,7 +165,7 @@ def main():
                 else [max(threads)])
     for rep in range(args.repeats):
         for lib, env in libs:
-            ts = (vthreads if lib.endswith(("passive", "spin300k", "chunks=2", "chunks=16"))
+            ts = (vthreads if lib.endswith(("passive", "spin300k", "chunks=2", "chunks=8", "chunks=16"))
                   else threads if lib in ("microkernel team", "microkernel slices", "numpy",
                                           "torch")
                   else [t for t in threads if t > 1])   # a team variant: 1 thread has none

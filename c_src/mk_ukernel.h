@@ -79,7 +79,7 @@ typedef struct {
 /* The model's chunks and parts (microkernel.blocking.TEAM_CHUNKS, TEAM_PARTS; a test
  * checks they agree), for the C mains that build an mk_blocking themselves (the
  * sanitizer and aarch64 harnesses). */
-#define MK_TEAM_CHUNKS 8
+#define MK_TEAM_CHUNKS 2
 #define MK_TEAM_PARTS 4
 
 #endif

@@ -77,9 +77,10 @@ CSTAT_MIN_K = 2048
 CSTAT_MAX_B = 1 << 30
 #: A team's dynamic units (c_src/mk_team.h, mk_loops_flow) per thread, taken from a shared
 #: counter so that a thread on a slower core takes fewer. Measured on the 16-core
-#: Sapphire Rapids host (docs/design-notes.md, threads: 8 with TEAM_PARTS = 4, +11.8%
-#: at 16 threads over 4 chunks of whole rows). C mains: MK_TEAM_CHUNKS.
-TEAM_CHUNKS = 8
+#: Sapphire Rapids host (docs/design-notes.md, threads: with TEAM_PARTS = 4, 2 units per
+#: thread +6.9 [+5.7, +8.0] % over 8 at 16 threads on a calm host, a tie on a busy one;
+#: 8 had won +11.8% over 4 chunks of whole rows on a busy one). C mains: MK_TEAM_CHUNKS.
+TEAM_CHUNKS = 2
 #: ... and the parts each B block's NR panels are split into, so that a unit is a chunk
 #: of rows times a part of the block's columns (BLIS's jr ways, taken dynamically): the
 #: units get smaller without shortening the ir loop over each B micro-panel. C mains:

@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+from microkernel.blocking import TEAM_CHUNKS, TEAM_PARTS
+
 SCRIPT = textwrap.dedent("""
     import json, os, numpy as np, ml_dtypes, microkernel as mk
     from microkernel import validate
@@ -51,15 +53,16 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1",
+@pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1", "team chunks=8",
                                   "team parts=1 chunks=4", "team parts=3",
                                   "team parts=9 chunks=1", "team square", "team limit=1",
                                   "team pool=0", "slices"])
 def test_each_thread_decomposition_is_correct(mode, tmp_path):
-    # "team": the default dynamic units (from a counter, 8 per thread, each a chunk of rows
-    # times a quarter of the block's panels: 48 columns, 2 panels of 24 or 10 of 5, so
-    # fewer panels than parts, or parts of 2 and 3 panels); "team static": each thread a
-    # fixed share; "team chunks=1": one unit per thread (the counter's last-unit edge);
+    # "team": the model's dynamic units (from a counter, TEAM_CHUNKS per thread, each a chunk
+    # of rows times one of TEAM_PARTS parts of the block's panels: 48 columns, 2 panels of
+    # 24 or 10 of 5, so fewer panels than parts, or parts of 2 and 3 panels); "team static":
+    # each thread a fixed share; "team chunks=1": one unit per thread (the counter's
+    # last-unit edge); "team chunks=8": 8 per thread (the default until session 55);
     # "parts=1 chunks=4": units of whole rows (the team before 2026-12-04); "parts=3":
     # thirds of the panels; "parts=9 chunks=1": more parts than a block has panels; "team
     # square": the grid of MICROKERNEL_TEAM_GRID=square; "team limit=1": OMP_THREAD_LIMIT=1
@@ -68,8 +71,8 @@ def test_each_thread_decomposition_is_correct(mode, tmp_path):
     words = dict(w.split("=") for w in mode.split()[1:] if "=" in w)
     env = {**os.environ, "MICROKERNEL_THREADING": mode.split()[0],
            "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows",
-           "CHUNKS": "0" if mode.endswith("static") else words.get("chunks", "8"),
-           "PARTS": words.get("parts", "4")}
+           "CHUNKS": "0" if mode.endswith("static") else words.get("chunks", str(TEAM_CHUNKS)),
+           "PARTS": words.get("parts", str(TEAM_PARTS))}
     if mode.endswith("limit=1"):
         env["OMP_THREAD_LIMIT"] = "1"
     if "pool" in words:
