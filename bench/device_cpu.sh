@@ -572,7 +572,7 @@ if [ "${1:-}" = lastpf ]; then
 fi
 if [ "${1:-}" = calm ]; then
   # issue 24 on a calm host: numpy at 16 threads and 4096 first; only where it reads at
-  # least 2,000 GFLOP/s (a calm host: 2,479 in session 55; a busy one 900-1,250) the f32
+  # least 2,000 GFLOP/s (a calm host: 2,479 in session 55; a busy one 1,020-1,250) the f32
   # default's units raced at 16 threads beside numpy and PyTorch (paused)
   k=$(f32)
   {
