@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import numbers
-import os
 
 import numpy as np
 
+from . import envvars
 from .blocking import CSTAT_MAX_B, CSTAT_MIN_K, Blocking, cstat_b_bytes, model_blocking
 from .dispatch import get_kernel
 
@@ -256,7 +256,7 @@ def _kernel(kernel):
     if isinstance(kernel, _Kernel):
         return kernel
     if kernel is None:  # the default, per MICROKERNEL_ISA value
-        key = os.environ.get("MICROKERNEL_ISA")
+        key = envvars.get("MICROKERNEL_ISA")
         if key not in _DEFAULT:
             _DEFAULT[key] = get_kernel(None)
         return _DEFAULT[key]

@@ -42,6 +42,8 @@ from __future__ import annotations
 import numbers
 import os
 
+from . import envvars
+
 __all__ = ["default_threads", "threads_for", "MACS_PER_THREAD", "prepare_runtime",
            "runtime_note", "SPIN_COUNT", "MicrokernelController", "available_cpus",
            "user_set_wait_policy", "max_threads", "check_count", "contended",
@@ -100,7 +102,7 @@ def _chosen() -> int | None:
     (parsed once per value), else None. Raises ValueError for a bad environment value."""
     if _LIMIT[0] is not None:
         return _LIMIT[0]
-    raw = os.environ.get("MICROKERNEL_NUM_THREADS", "")
+    raw = envvars.get("MICROKERNEL_NUM_THREADS", "")
     if raw not in _ENV:
         _ENV[raw] = _parse(raw)
     return _ENV[raw]
@@ -116,7 +118,7 @@ def default_threads() -> int:
 
 def contention_on() -> bool:
     """Whether ``$MICROKERNEL_CONTENTION=1`` switches :func:`contended` on."""
-    return os.environ.get("MICROKERNEL_CONTENTION", "") == "1"
+    return envvars.get("MICROKERNEL_CONTENTION", "") == "1"
 
 
 #: the most a contended call multiplies its default thread count by
