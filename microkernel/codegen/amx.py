@@ -332,12 +332,11 @@ def _irloop(spec, sym: str) -> list[str]:
             "        const char *pfc = more ? (const char *)cn : (const char *)cq;",
             f"        const char *const pfc_end = more ? pfc + {mr * nr * 4} : pfc;",
             f"        for (int64_t k = {kg}; k < kc; k += {kg}) {{"]
-    out += _indent(_prefetch("pfc", "pfc_end", 8, 3) + _prefetch("pb", "pb_end", PF_B_LINES, 2)
-                   + _prefetch("pfa", "pfa_end", PF_B_LINES, 2) + _step(spec, "pa", "pbk"), 12)
+    pf_l2 = _prefetch("pb", "pb_end", PF_B_LINES, 2) + _prefetch("pfa", "pfa_end", PF_B_LINES, 2)
+    out += _indent(_prefetch("pfc", "pfc_end", 8, 3) + pf_l2 + _step(spec, "pa", "pbk"), 12)
     out += [f"            pa += {mr * kg};", f"            pbk += {kg * nr};", "        }",
             "        /* the last k step: each C tile out after its last product, the next in */"]
-    out += _indent(_prefetch("pb", "pb_end", PF_B_LINES, 2)
-                   + _prefetch("pfa", "pfa_end", PF_B_LINES, 2), 8)
+    out += _indent(pf_l2, 8)
 
     def out_next(i, j):
         off = 16 * i * nr + 16 * j
