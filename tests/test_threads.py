@@ -390,3 +390,61 @@ def test_gemm_takes_more_threads_beside_busy_threads_and_stays_correct():
     # threads of its own, more than the CPUs
     assert used[0] <= cpus + foreign and used[1] > cpus, out.stdout
     assert max(errs) < 1e-4
+
+
+SHARED_A_SCRIPT = textwrap.dedent("""
+    import json, sys, threading, numpy as np, microkernel as mk
+    from microkernel import codegen, registry, validate
+    from microkernel.blocking import workspace_bound
+    from microkernel.gemm import blocking_for
+    name = mk.kernels()[0]
+    path = sys.argv[1]
+    with open(path, "w") as f:
+        f.write("#define MK_FLOW_SHARED_A 0\\n" + codegen.generate(registry.spec(name)))
+    own = mk.get_kernel(name, source=path)       # every unit packs its own rows of A
+    shared = mk.get_kernel(name)
+    rng = np.random.default_rng(3)
+    bad = []
+    blk = {"kc": 48, "mc": 24, "nc": 96}
+    for (m, n, k) in [(301, 259, 130), (2000, 97, 64), (37, 500, 100), (130, 48, 7)]:
+        A = rng.standard_normal((m, k)).astype(np.float32)
+        B = rng.standard_normal((k, n)).astype(np.float32)
+        for threads in (3, 7):
+            for view in ("plain", "transposed A"):
+                a = np.ascontiguousarray(A.T).T if view != "plain" else A
+                C1 = np.full((m, n), np.nan, np.float32)
+                C2 = C1.copy()
+                mk.gemm(a, B, C1, kernel=shared, threads=threads, blocking=blk)
+                mk.gemm(a, B, C2, kernel=own, threads=threads, blocking=blk)
+                ref, bound = validate.reference(A, B, np.zeros((m, n), np.float32), 1.0, 0.0)
+                if not validate.check(C1, ref, bound)[0] or not np.array_equal(
+                        C1.view(np.uint32), C2.view(np.uint32)):
+                    bad.append([m, n, k, threads, view])
+    held = []                      # a fresh calling thread: its workspace holds this call only
+    m, n, k = 2000, 200, 256
+    def call():
+        mk.gemm(np.ones((m, k), np.float32), np.ones((k, n), np.float32), kernel=shared,
+                threads=3, blocking=blk)
+        held.append(int(shared.lib.mk_workspace_bytes()))
+    t = threading.Thread(target=call); t.start(); t.join()
+    bound = workspace_bound(shared.spec, blocking_for(shared).replace(**blk), m, n, k, 3)
+    print("RESULT " + json.dumps([bad, held[0], bound]))
+""")
+
+
+def test_the_teams_shared_a_changes_no_bit_and_fits_the_bound(tmp_path):
+    """The team packs each block's A once into buffers the team shares (c_src/mk_team.h,
+    MK_FLOW_SHARED_A) instead of once per unit: at 3 and 7 threads (more than cores) on
+    shapes with remainders, plain and transposed A, its C is the float64 reference's
+    and bit-identical to the module built without it (same packing, same order of each
+    tile's KC blocks). Its workspace: 3 shared A blocks of 2000 x 48 floats (1.1 MiB,
+    more than the rest of the call holds) are there, and within `workspace_bound`."""
+    if os.environ.get("MICROKERNEL_THREADING", "team") != "team":
+        pytest.skip("MICROKERNEL_THREADING forces another decomposition")
+    res = subprocess.run([sys.executable, "-c", SHARED_A_SCRIPT, str(tmp_path / "own_a.c")],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    bad, held, bound = json.loads([ln for ln in res.stdout.splitlines()
+                                   if ln.startswith("RESULT ")][-1][len("RESULT "):])
+    assert bad == []
+    assert 3 * 2000 * 48 * 4 <= held <= bound
