@@ -110,10 +110,6 @@
 #   bash bench/device_cpu.sh calm      issue 24: numpy's 16-thread GFLOP/s at 4096 first; on a calm host
 #                                      (>= 2,000) the f32 default's units (chunks, parts, KC) raced
 #                                      at 16 threads beside numpy and PyTorch, paused
-#   bash bench/device_cpu.sh sharea [race|alone] issue 24: the team's shared A (MK_FLOW_SHARED_A) checked at 16
-#                                      threads, raced against the module without it (and
-#                                      parts=1 / mc=176) beside numpy and PyTorch, then each
-#                                      library alone at 1 and 16 threads
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -592,35 +588,6 @@ print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
       echo "a busy host: not raced"
     fi
   } 2>&1 | tee "$OUT/device_calm.log"
-  exit 0
-fi
-if [ "${1:-}" = sharea ]; then
-  # issue 24: the team's shared A (c_src/mk_team.h, MK_FLOW_SHARED_A: each block's A
-  # packed once, not once per part) checked at 16 threads (team_check, the thread tests,
-  # the catalogue of the f32 default and AMX bf16), then raced against the module without
-  # it beside numpy and PyTorch (paused), then each library alone (bench/threads.py); the
-  # host's calm-ness (numpy's 16-thread GFLOP/s at 4096) printed first
-  k=$(f32)
-  variant MK_FLOW_SHARED_A=0 noshareA $k
-  {
-    g=$(OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -c 'import numpy as np, time
-a = np.ones((4096, 4096), np.float32); c = np.empty_like(a); np.matmul(a, a, out=c)
-t = time.perf_counter(); [np.matmul(a, a, out=c) for _ in range(5)]
-print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
-    echo "numpy 16 threads at 4096: $g GFLOP/s (a calm host reads >= 2,000)"
-    if [ "$g" -lt 2000 ] && [ -z "${FORCE:-}" ]; then
-      echo "a busy host: nothing run (FORCE=1 runs it anyway)"
-    elif [ "${2:-all}" != alone ]; then
-      run python3 bench/team_check.py --threads 16
-      run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py
-      run mk validate --kernel amx_bf16_32x32 --quick
-      race16 sharea_16t.json 1024,2048,4096 7 0.3 \
-          "$k;$k@.amxvar/noshareA_$k.c;$k:mc=176;$k:mc=352"
-    fi
-    [ "$g" -lt 2000 ] && [ -z "${FORCE:-}" ] || [ "${2:-all}" = race ] || run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/threads.py \
-        --threads 1,16 --sizes 1024,2048,4096 --repeats 2 --interleaved 0 \
-        --libs "microkernel team,numpy,torch" --out "$OUT/threads"
-  } 2>&1 | tee "$OUT/device_sharea${2:+_$2}.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then

@@ -79,17 +79,18 @@ static inline void mk_pack_b_panel(int64_t jp, int64_t w0, int64_t nr, int64_t n
     mk_pack_b(mk_panel_width(jp, w0, nr, nc), kc, kcp, b + j * cs_b, cs_b, rs_b, nr, dst);
 }
 
-/* The macro-kernel of one part of a block on mc rows of A already packed (a_pack, kcp
- * deep): the jr loop over the packed B panels u0..u1 (b_stride apart) and the ir loop
- * over the MR panels of those rows, into C (c: row ic, column jc). */
-static inline void mk_macro_packed(const mk_ukernel_desc *uk, int64_t mc, int64_t kcp,
-                                   MK_TC alpha, const MK_TB *b_pack, int64_t b_stride,
-                                   int64_t u0, int64_t u1, int64_t w0, int64_t nc,
-                                   const MK_TC *beta_p, MK_TC *c, int64_t rs_c, int64_t cs_c,
-                                   const MK_TA *a_pack, MK_TC *edge)
+/* The macro-kernel of one part of a block: mc rows of A (a: row ic, column pc) packed
+ * into a_pack, then the jr loop over the packed B panels u0..u1 (b_stride apart) and
+ * the ir loop over the MR panels of those rows, into C (c: row ic, column jc). */
+static inline void mk_macro(const mk_ukernel_desc *uk, int64_t mc, int64_t kc, int64_t kcp,
+                            MK_TC alpha, const MK_SA *a, int64_t rs_a, int64_t cs_a,
+                            const MK_TB *b_pack, int64_t b_stride, int64_t u0, int64_t u1,
+                            int64_t w0, int64_t nc, const MK_TC *beta_p, MK_TC *c,
+                            int64_t rs_c, int64_t cs_c, MK_TA *a_pack, MK_TC *edge)
 {
     const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
     const int64_t mpanels = (mc + mr - 1) / mr;
+    mk_pack_a(mc, kc, kcp, a, rs_a, cs_a, mr, a_pack);
     for (int64_t jp = u0; jp < u1; ++jp) {
         const int64_t j = mk_panel_col(jp, w0, nr);
         const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
@@ -106,19 +107,6 @@ static inline void mk_macro_packed(const mk_ukernel_desc *uk, int64_t mc, int64_
                     b_pack + jp * b_stride, beta_p, c + i * rs_c + j * cs_c, rs_c, cs_c, edge);
         }
     }
-}
-
-/* The macro-kernel of one part of a block: mc rows of A (a: row ic, column pc) packed
- * into a_pack, then mk_macro_packed. */
-static inline void mk_macro(const mk_ukernel_desc *uk, int64_t mc, int64_t kc, int64_t kcp,
-                            MK_TC alpha, const MK_SA *a, int64_t rs_a, int64_t cs_a,
-                            const MK_TB *b_pack, int64_t b_stride, int64_t u0, int64_t u1,
-                            int64_t w0, int64_t nc, const MK_TC *beta_p, MK_TC *c,
-                            int64_t rs_c, int64_t cs_c, MK_TA *a_pack, MK_TC *edge)
-{
-    mk_pack_a(mc, kc, kcp, a, rs_a, cs_a, MK_TILE_MR(uk), a_pack);
-    mk_macro_packed(uk, mc, kcp, alpha, b_pack, b_stride, u0, u1, w0, nc, beta_p, c, rs_c,
-                    cs_c, a_pack, edge);
 }
 
 /* Elements from one packed B panel of a team's shared block to the next: MK_PACK_SLACK

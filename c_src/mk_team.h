@@ -57,24 +57,21 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  * The default team (a grid of one column, blk->chunks > 0). Its work is a list of
  * items that every thread takes from one counter, in order, until none is left:
  *
- *   the pieces of block 0's B and A;  then for each block t = 0, 1, ..., T - 1 (the
- *   KC x NC blocks in the jc, pc order of the loops):  the pieces of block t + 1's B and
- *   A, then the units of block t
+ *   the pieces of block 0's B;  then for each block t = 0, 1, ..., T - 1 (the KC x NC
+ *   blocks in the jc, pc order of the loops):  the pieces of block t + 1's B, then the
+ *   units of block t
  *
- * A B piece is a share of a block's NR panels (packed into the block's buffer, one of
+ * A piece is a share of a block's NR panels (packed into the block's buffer, one of
  * MK_FLOW_BUFS in turn); a unit is a chunk of `chunk` rows (whole MR panels) times one
  * of `parts` parts of the block's panels, taken part-major (the team works through
- * one part of the B block, KC x NC/parts, before the next). With the shared A
- * (MK_FLOW_SHARED_A) an A piece packs one row chunk of the block's A into the block's
- * A buffer, which the `parts` units of those rows read; without it there are no A
- * pieces and each unit's macro-kernel packs its own rows of A (mk_macro), `parts`
- * times per row chunk. Each item waits, spinning, only for what it reads or
+ * one part of the B block, KC x NC/parts, before the next), whose macro-kernel packs
+ * its own rows of A (mk_macro). Each item waits, spinning, only for what it reads or
  * overwrites, all of it in items taken earlier:
- *   - a unit of block t for every piece of block t (its B and A panels), and for the same
+ *   - a unit of block t for every piece of block t (its B panels), and for the same
  *     unit of block t - 1 when t - 1 is the previous KC block of the same C columns
  *     (the same C tiles, whose KC blocks must add up in order; no unit waits for the
  *     previous NC block's);
- *   - a piece of block t for every unit of block t - MK_FLOW_BUFS, its buffers' last
+ *   - a piece of block t for every unit of block t - MK_FLOW_BUFS, the buffer's last
  *     reader.
  * So no thread waits at a barrier for the tail of a block: a thread without a unit of
  * block t left goes on to the next block's pieces and units, and the next block's
@@ -97,18 +94,6 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  * waits for, could finish last and write an older block over a newer one.) */
 #define MK_FLOW_RING (MK_FLOW_BUFS + 1)
 
-/* The flow packs each block's A once into a buffer the team shares (its row chunks
- * are items, like B's pieces), not once per unit in each unit's own buffer, when a
- * block has more than one part (so each row chunk is read by `parts` units) and the
- * MK_FLOW_BUFS shared A blocks (m x KC each) take at most MK_FLOW_SHARED_A_MAX bytes;
- * MK_FLOW_SHARED_A 0 packs per unit always. */
-#ifndef MK_FLOW_SHARED_A
-#define MK_FLOW_SHARED_A 1
-#endif
-#ifndef MK_FLOW_SHARED_A_MAX
-#define MK_FLOW_SHARED_A_MAX ((size_t)64 << 20)
-#endif
-
 typedef struct {
     int64_t next;       /* the next item */
     int64_t *packed;    /* [T] pieces of block t packed */
@@ -117,18 +102,16 @@ typedef struct {
     int64_t units;      /* the most units of a block */
     int64_t blocks;     /* T */
     int64_t lead;       /* C's columns before its first MK_C_ALIGN boundary (mk_lead) */
-    MK_TA *a_bufs[MK_FLOW_BUFS];   /* shared A blocks (NULL: each unit packs its own) */
-    int64_t a_stride;   /* elements from one row chunk's packed A to the next */
 } mk_flow;
 
 /* Block t of the flow: its place (jc, nc, w0, pc, kc, kcp) and its item counts. */
 typedef struct {
-    int64_t jc, nc, w0, npanels, pc, kc, kcp, b_stride, parts, units, pieces, apieces;
+    int64_t jc, nc, w0, npanels, pc, kc, kcp, b_stride, parts, units, pieces;
 } mk_flow_block;
 
 static mk_flow_block mk_flow_at(int64_t t, int64_t n, int64_t k, int64_t nc_blk, int64_t kc_blk,
                                 int64_t lead, int64_t nr, int64_t row_chunks, int64_t parts,
-                                int nt, int shared_a)
+                                int nt)
 {
     mk_flow_block f;
     const int64_t kb = (k + kc_blk - 1) / kc_blk, jb = t / kb;
@@ -144,7 +127,6 @@ static mk_flow_block mk_flow_at(int64_t t, int64_t n, int64_t k, int64_t nc_blk,
     f.parts = mk_min(parts, f.npanels);
     f.units = row_chunks * f.parts;
     f.pieces = mk_min(f.npanels, (int64_t)nt);
-    f.apieces = shared_a ? row_chunks : 0;    /* one per row chunk: its rows of A packed */
     return f;
 }
 
@@ -172,13 +154,12 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
     const MK_TC one = 1;
     MK_THREAD_SETUP();
     const int64_t row_chunks = (m + chunk - 1) / chunk, T = fl->blocks;
-#define MK_FLOW_AT(t) mk_flow_at(t, n, k, nc_blk, kc_blk, fl->lead, nr, row_chunks, parts, nt, \
-                                fl->a_bufs[0] != NULL)
+#define MK_FLOW_AT(t) mk_flow_at(t, n, k, nc_blk, kc_blk, fl->lead, nr, row_chunks, parts, nt)
     /* this thread's place in the list: segment t (-1: block 0's pieces) starts at item
      * base; cur is block t, nxt block t + 1 (pieces 0 past the last block) */
     int64_t t = -1, base = 0;
     mk_flow_block cur = MK_FLOW_AT(0), nxt = cur;
-    int64_t seg = nxt.pieces + nxt.apieces;
+    int64_t seg = nxt.pieces;
     for (;;) {
         const int64_t item = __atomic_fetch_add(&fl->next, 1, __ATOMIC_RELAXED);
         while (item >= base + seg && t < T) {      /* items only grow: move forward */
@@ -190,47 +171,35 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
             if (t + 1 < T)
                 nxt = MK_FLOW_AT(t + 1);
             else
-                nxt.pieces = nxt.apieces = 0;
-            seg = nxt.pieces + nxt.apieces + cur.units;
+                nxt.pieces = 0;
+            seg = nxt.pieces + cur.units;
         }
         if (t == T)
             break;
         const int64_t off = item - base;
-        if (off < nxt.pieces + nxt.apieces) {       /* a piece of block t + 1's B or A */
+        if (off < nxt.pieces) {                     /* a piece of block t + 1's B */
             const int64_t tb = t + 1;
             if (tb >= MK_FLOW_BUFS) {               /* the buffer's last reader is done */
                 const mk_flow_block old = MK_FLOW_AT(tb - MK_FLOW_BUFS);
                 mk_flow_wait(&fl->finished[tb - MK_FLOW_BUFS], old.units);
             }
-            if (off < nxt.pieces) {
-                MK_TB *dst = b_bufs[tb % MK_FLOW_BUFS];
-                for (int64_t jp = nxt.npanels * off / nxt.pieces; jp < nxt.npanels * (off + 1) / nxt.pieces; ++jp)
-                    mk_pack_b_panel(jp, nxt.w0, nr, nxt.nc, nxt.kc, nxt.kcp,
-                                    b + nxt.pc * rs_b + nxt.jc * cs_b, rs_b, cs_b, dst + jp * nxt.b_stride);
-            } else {                                /* row chunk r's A, a_stride apart */
-                const int64_t r = off - nxt.pieces, ic = r * chunk;
-                mk_pack_a(mk_min(chunk, m - ic), nxt.kc, nxt.kcp, a + ic * rs_a + nxt.pc * cs_a,
-                          rs_a, cs_a, MK_TILE_MR(uk), fl->a_bufs[tb % MK_FLOW_BUFS] + r * fl->a_stride);
-            }
+            MK_TB *dst = b_bufs[tb % MK_FLOW_BUFS];
+            for (int64_t jp = nxt.npanels * off / nxt.pieces; jp < nxt.npanels * (off + 1) / nxt.pieces; ++jp)
+                mk_pack_b_panel(jp, nxt.w0, nr, nxt.nc, nxt.kc, nxt.kcp,
+                                b + nxt.pc * rs_b + nxt.jc * cs_b, rs_b, cs_b, dst + jp * nxt.b_stride);
             __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);
             continue;
         }
         /* a unit of block t */
-        const int64_t u = off - nxt.pieces - nxt.apieces;
-        mk_flow_wait(&fl->packed[t], cur.pieces + cur.apieces);
+        const int64_t u = off - nxt.pieces;
+        mk_flow_wait(&fl->packed[t], cur.pieces);
         if (cur.pc > 0)                             /* its C tiles' previous KC block */
             mk_flow_wait(&fl->done[(t - 1) % MK_FLOW_RING * fl->units + u], t - 1);
-        const int64_t part = u / row_chunks, r = u % row_chunks, ic = r * chunk;
-        const int64_t u0 = cur.npanels * part / cur.parts, u1 = cur.npanels * (part + 1) / cur.parts;
-        MK_TC *const cu = c + ic * rs_c + cur.jc * cs_c;
-        if (fl->a_bufs[0])
-            mk_macro_packed(uk, mk_min(chunk, m - ic), cur.kcp, alpha, b_bufs[t % MK_FLOW_BUFS],
-                            cur.b_stride, u0, u1, cur.w0, cur.nc, cur.pc == 0 ? &beta : &one,
-                            cu, rs_c, cs_c, fl->a_bufs[t % MK_FLOW_BUFS] + r * fl->a_stride, edge);
-        else
-            mk_macro(uk, mk_min(chunk, m - ic), cur.kc, cur.kcp, alpha, a + ic * rs_a + cur.pc * cs_a,
-                     rs_a, cs_a, b_bufs[t % MK_FLOW_BUFS], cur.b_stride, u0, u1, cur.w0, cur.nc,
-                     cur.pc == 0 ? &beta : &one, cu, rs_c, cs_c, a_pack, edge);
+        const int64_t part = u / row_chunks, ic = u % row_chunks * chunk;
+        mk_macro(uk, mk_min(chunk, m - ic), cur.kc, cur.kcp, alpha, a + ic * rs_a + cur.pc * cs_a,
+                 rs_a, cs_a, b_bufs[t % MK_FLOW_BUFS], cur.b_stride, cur.npanels * part / cur.parts,
+                 cur.npanels * (part + 1) / cur.parts, cur.w0, cur.nc, cur.pc == 0 ? &beta : &one,
+                 c + ic * rs_c + cur.jc * cs_c, rs_c, cs_c, a_pack, edge);
         __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
         __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);
     }
@@ -286,6 +255,9 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
         (mc_blk * kcp_max + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
     const size_t edge_bytes = (size_t)mk_round_up(mr * nr * (int64_t)sizeof(MK_TC), 64);
     const size_t per_thread = a_bytes + edge_bytes;
+    char *ws = (char *)mk_ws_get(b_total + per_thread * (size_t)nthreads);
+    if (!ws)
+        return MK_ENOMEM;
     /* dynamic units: about `chunks` per thread, each whole MR panels of rows times
      * one of `parts` parts of the block's columns; more units per thread than row
      * panels, or more parts than a block has panels (mk_flow_at takes min(parts,
@@ -294,19 +266,7 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
     const int64_t parts = mk_min(blk->parts, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
     const int64_t ways = (int64_t)nthreads * mk_min(chunks > 0 ? chunks : 1, panels);
     const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
-    /* the team's shared A blocks (MK_FLOW_SHARED_A): one packed row chunk every
-     * a_stride elements (MK_PACK_SLACK more than the chunk, so that one thread's
-     * packing overrun never lands in another's chunk), MK_FLOW_BUFS blocks in turn */
-    const int64_t a_stride = mk_round_up(chunk * kcp_max + MK_PACK_SLACK, 16);
-    const size_t a_shared = (size_t)mk_round_up(
-        (m + chunk - 1) / chunk * a_stride * (int64_t)sizeof(MK_TA), 64);
-    const int share_a = MK_FLOW_SHARED_A && flow && parts > 1
-                        && a_shared * MK_FLOW_BUFS <= MK_FLOW_SHARED_A_MAX;
-    const size_t a_total = share_a ? a_shared * MK_FLOW_BUFS : 0;
-    char *ws = (char *)mk_ws_get(b_total + a_total + per_thread * (size_t)nthreads);
-    if (!ws)
-        return MK_ENOMEM;
-    mk_flow fl = {0};
+    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0};
     int64_t *counts = NULL;
     if (flow) {
         fl.lead = mk_lead(g->c, g->rs_c, g->cs_c, n, nr);
@@ -321,9 +281,6 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
         fl.done = counts + 2 * T;
         for (int64_t u = 0; u < MK_FLOW_RING * fl.units; ++u)
             fl.done[u] = -1;
-        for (int i = 0; share_a && i < MK_FLOW_BUFS; ++i)
-            fl.a_bufs[i] = (MK_TA *)(ws + b_total + a_shared * (size_t)i);
-        fl.a_stride = a_stride;
     }
     MK_TB *b_bufs[MK_FLOW_BUFS];
     for (int i = 0; i < MK_FLOW_BUFS; ++i)
@@ -331,7 +288,7 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
     int pooled = -1;
 #if MK_HAVE_POOL
     if (flow) {                 /* the flow on our own threads (mk_pool.h says why) */
-        const mk_flow_job job = {*g, ws + b_total + a_total, per_thread, a_bytes, b_bufs, nthreads, chunk,
+        const mk_flow_job job = {*g, ws + b_total, per_thread, a_bytes, b_bufs, nthreads, chunk,
                                  parts, &fl};
         pooled = mk_pool_run(mk_flow_job_run, (void *)&job, nthreads);
     }
@@ -344,7 +301,7 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
 #else
         const int t = 0, nt = 1;
 #endif
-        char *mine = ws + b_total + a_total + per_thread * (size_t)t;
+        char *mine = ws + b_total + per_thread * (size_t)t;
         if (flow) {
             mk_loops_flow(uk, m, n, k, nc_blk, kc_blk, g->alpha, g->a, g->rs_a, g->cs_a, g->b,
                           g->rs_b, g->cs_b, g->beta, g->c, g->rs_c, g->cs_c, (MK_TA *)mine, b_bufs,

@@ -45,7 +45,7 @@ import numbers
 
 __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
            "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS",
-           "FLOW_BUFS", "FLOW_SHARED_A_MAX", "CSTAT_B_L1", "CSTAT_A_L2", "CSTAT_ACC_L2", "CSTAT_MIN_K",
+           "FLOW_BUFS", "CSTAT_B_L1", "CSTAT_A_L2", "CSTAT_ACC_L2", "CSTAT_MIN_K",
            "CSTAT_MAX_B", "cstat_b_bytes"]
 
 S = 4          # bytes per fp32 element
@@ -89,10 +89,6 @@ TEAM_PARTS = 4
 #: B blocks the team packs into in turn (c_src/mk_team.h, MK_FLOW_BUFS): a block's
 #: packing overlaps the last units of the block before it without a barrier.
 FLOW_BUFS = 3
-#: the most bytes the team's FLOW_BUFS shared A blocks (m x KC each: every row chunk of a
-#: block's A packed once, read by the units of each part) may take; past it each unit
-#: packs its own rows of A (c_src/mk_team.h, MK_FLOW_SHARED_A_MAX)
-FLOW_SHARED_A_MAX = 64 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,8 +166,7 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     the C-stationary loops (``c_stationary``: MK_C_STATIONARY, at one thread when K
     spans several KC blocks), the whole packed B (K x N), an A row block (MC x K) and
     the tiles of one MC x NC block of C; a team of threads shares :data:`FLOW_BUFS` B
-    blocks and, when its units split a block's columns into parts, as many A blocks of
-    all m rows (at most :data:`FLOW_SHARED_A_MAX` bytes); each padded up to whole panels and K groups, and a buffer of at least
+    blocks; each padded up to whole panels and K groups, and a buffer of at least
     :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages. A module that defines
     MK_B_COLSUM (``PanelLayout.colsum_b``: the s8s8 / u8u8 VNNI tiles) packs one K group
     more per KC block (driver.c, MK_KCP; mk_cstat.h, mk_cstat_kp)."""
@@ -191,17 +186,9 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     kcp = up(blk.kc, 64) + trailer
     b_block = kcp * (blk.nc + spec.nr) * sb
     per = up(blk.mc, spec.mr) * kcp * sa + b_block + 2 * (spec.mr * spec.nr * 4 + 48 * 4)
-    # the team's shared A blocks (mk_run_team): r row chunks of at most MC rows (r * chunk
-    # < m + MC, r <= m / MR), each MK_PACK_SLACK (8) elements longer rounded to 16,
-    # FLOW_BUFS of them, taken only under the cap
-    shared_a = 0
-    if threads > 1 and blk.chunks > 0 and blk.parts > 1:
-        one = up(((m + up(blk.mc, spec.mr)) * kcp + -(-m // spec.mr) * 23) * sa, 64)
-        shared_a = min(FLOW_BUFS * one, FLOW_SHARED_A_MAX)
     # one buffer per thread (slices), or one for the team with its MK_FLOW_BUFS = 3 B
-    # blocks (the flow of dynamic units), its shared A blocks and an A block per thread
-    return max(threads * pages(per),
-               pages(threads * per + (FLOW_BUFS - 1) * b_block + shared_a))
+    # blocks (the flow of dynamic units) and an A block per thread
+    return max(threads * pages(per), pages(threads * per + (FLOW_BUFS - 1) * b_block))
 
 
 def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
