@@ -110,10 +110,6 @@
 #   bash bench/device_cpu.sh calm      issue 24: numpy's 16-thread GFLOP/s at 4096 first; on a calm host
 #                                      (>= 2,000) the f32 default's units (chunks, parts, KC) raced
 #                                      at 16 threads beside numpy and PyTorch, paused
-#   bash bench/device_cpu.sh blocks    issue 24 on a calm host: the blocks (each thread a private block
-#                                      of C, one per thread) raced against the team at 16
-#                                      threads beside numpy and PyTorch; then each library
-#                                      alone at 1 and 16 threads (bench/threads.py)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -592,32 +588,6 @@ print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
       echo "a busy host: not raced"
     fi
   } 2>&1 | tee "$OUT/device_calm.log"
-  exit 0
-fi
-if [ "${1:-}" = blocks ]; then
-  # issue 24 on a calm host (numpy's 16-thread GFLOP/s at 4096 first; FORCE=1 runs on a
-  # busy one): the blocks (c_src/mk_slices.h: each thread a block of a grid over C,
-  # packing its own A and B, nothing shared; MK_BLOCKS_DEFAULT=1 makes them the default
-  # from 3 threads; one block per thread) raced against the team (the default, and
-  # with whole rows: parts=1) at 16 threads beside numpy and PyTorch, paused
-  k=$(f32)
-  variant MK_BLOCKS_DEFAULT=1 blocks1 $k
-  {
-    g=$(OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -c 'import numpy as np, time
-a = np.ones((4096, 4096), np.float32); c = np.empty_like(a); np.matmul(a, a, out=c)
-t = time.perf_counter(); [np.matmul(a, a, out=c) for _ in range(5)]
-print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
-    echo "numpy 16 threads at 4096: $g GFLOP/s (a calm host reads >= 2,000)"
-    if [ "$g" -lt 2000 ] && [ -z "${FORCE:-}" ]; then
-      echo "a busy host: nothing run (FORCE=1 runs it anyway)"
-    else
-      race16 blocks_16t.json 1024,2048,3072,4096 7 0.3 \
-          "$k;$k@.amxvar/blocks1_$k.c;$k:parts=1"
-      run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/threads.py \
-          --threads 1,16 --sizes 1024,2048,4096 --repeats 2 --interleaved 0 \
-          --libs "microkernel team,numpy,torch" --out "$OUT/threads"
-    fi
-  } 2>&1 | tee "$OUT/device_blocks.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then

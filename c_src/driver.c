@@ -214,22 +214,18 @@ static int64_t mk_balance(int64_t total, int64_t blk, int64_t unit)
  * (the shared-B team, mk_team.h: the B block packed once, not once per thread, and A
  * read once per NC block). $MICROKERNEL_THREADING = slices | team forces one (read
  * once); the default is the team from 3 threads on (docs/design-notes.md, threads). */
-enum { MK_SLICES = 0, MK_TEAM = 1, MK_BLOCKS = 2 };
-#ifndef MK_BLOCKS_DEFAULT
-#define MK_BLOCKS_DEFAULT 0    /* 1: the blocks, not the team, from 3 threads on */
-#endif
+enum { MK_SLICES = 0, MK_TEAM = 1 };
 
 static int mk_threading(int nthreads)
 {
     static int forced = -2;            /* -2: not read yet; -1: automatic */
     if (forced == -2) {
         const char *e = getenv("MICROKERNEL_THREADING");
-        forced = !e ? -1 : !strcmp(e, "team") ? MK_TEAM : !strcmp(e, "slices") ? MK_SLICES
-               : !strcmp(e, "blocks") ? MK_BLOCKS : -1;
+        forced = !e ? -1 : !strcmp(e, "team") ? MK_TEAM : !strcmp(e, "slices") ? MK_SLICES : -1;
     }
     if (forced >= 0)
         return forced;
-    return nthreads >= 3 ? (MK_BLOCKS_DEFAULT ? MK_BLOCKS : MK_TEAM) : MK_SLICES;
+    return nthreads >= 3 ? MK_TEAM : MK_SLICES;
 }
 
 /* ---- the driver ----------------------------------------------------------------------- */
@@ -314,8 +310,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
 #endif
     const mk_call g = {uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
                        beta, c, rs_c, cs_c};
-    const int how = nthreads > 1 ? mk_threading(nthreads) : MK_SLICES;
-    if (how == MK_TEAM)
+    if (nthreads > 1 && mk_threading(nthreads) == MK_TEAM)
         return mk_run_team(&g, blk, nthreads);
-    return mk_run_slices(&g, nthreads, how == MK_BLOCKS);
+    return mk_run_slices(&g, nthreads);
 }

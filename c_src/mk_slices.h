@@ -5,16 +5,13 @@
  * mk_pool_run (mk_pool.h). Gives mk_run_slices. */
 
 /* A slice job: slice i of `slices` is units [units * i / slices, units * (i + 1) /
- * slices) of whole NR panels of N (split_n) or MR panels of M. The blocks (tm > 0):
- * slice i is row i / tn of tm and column i % tn of tn of a grid over C, in whole MR
- * panels (mu of them) and NR panels (units). */
+ * slices) of whole NR panels of N (split_n) or MR panels of M. */
 typedef struct {
     mk_call g;
     char *ws;                       /* per thread: its A block, B block, edge tile */
     size_t per_thread, a_bytes, b_bytes;
     int64_t units, slices, next;    /* next: the next slice to take */
     int split_n;
-    int64_t tm, tn, mu;             /* the blocks' grid (tm 0: slices) */
 } mk_slices_job;
 
 /* Take slices from the job's counter until none is left, each run by the serial loops
@@ -31,17 +28,6 @@ static void mk_slices_take(void *arg, int slot)
     MK_TB *b_pack = (MK_TB *)(mine + j->a_bytes);
     MK_TC *edge = (MK_TC *)(mine + j->a_bytes + j->b_bytes);
     for (int64_t i; (i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->slices;) {
-        if (j->tm > 0) {                            /* a block of the grid */
-            const int64_t ti = i / j->tn, tj = i % j->tn;
-            const int64_t i0 = j->mu * ti / j->tm * mr, i1 = mk_min(g->m, j->mu * (ti + 1) / j->tm * mr);
-            const int64_t j0 = j->units * tj / j->tn * nr, j1 = mk_min(g->n, j->units * (tj + 1) / j->tn * nr);
-            if (i1 > i0 && j1 > j0)
-                mk_loops(g->uk, i1 - i0, j1 - j0, g->k, g->mc_blk, g->nc_blk, g->kc_blk, g->alpha,
-                         g->a + i0 * g->rs_a, g->rs_a, g->cs_a, g->b + j0 * g->cs_b, g->rs_b,
-                         g->cs_b, g->beta, g->c + i0 * g->rs_c + j0 * g->cs_c, g->rs_c, g->cs_c,
-                         a_pack, b_pack, edge, &mk_alone);
-            continue;
-        }
         const int64_t lo = j->units * i / j->slices, hi = j->units * (i + 1) / j->slices;
         if (j->split_n) {
             const int64_t j0 = lo * nr, j1 = mk_min(g->n, hi * nr);
@@ -66,55 +52,18 @@ static void mk_slices_take(void *arg, int slot)
  * (mk_pool.h), so a thread that another runtime's spinner keeps off its core holds no
  * slice: the threads that did join take its slice. Without the pool, OpenMP's team
  * takes them. Returns MK_OK or MK_ENOMEM. */
-#ifndef MK_BLOCKS_PER_THREAD
-#define MK_BLOCKS_PER_THREAD 1
-#endif
-
-/* The blocks' grid for `slices` blocks of an m x n C: tm x tn = slices, each block at
- * least one MR panel tall and one NR panel wide, the most nearly square blocks (ties
- * to more rows); 0 when no divisor fits. */
-static int64_t mk_blocks_grid(int64_t slices, int64_t m, int64_t n, int64_t mr, int64_t nr,
-                              int64_t *tn)
-{
-    int64_t best = 0;
-    double best_score = 1e300;
-    for (int64_t d = 1; d <= slices; ++d) {
-        if (slices % d != 0 || d > (m + mr - 1) / mr || slices / d > (n + nr - 1) / nr)
-            continue;
-        const double r = ((double)m / d) / ((double)n / (slices / d));
-        const double score = r >= 1.0 ? r : 1.0 / r;
-        if (score <= best_score) {
-            best_score = score;
-            best = d;
-        }
-    }
-    *tn = best > 0 ? slices / best : 0;
-    return best;
-}
-
-static int mk_run_slices(const mk_call *g, int nthreads, int blocks)
+static int mk_run_slices(const mk_call *g, int nthreads)
 {
     const int64_t m = g->m, n = g->n, mc_blk = g->mc_blk, nc_blk = g->nc_blk,
                   kc_blk = g->kc_blk, mr = g->uk->mr, nr = g->uk->nr;
     int split_n = 1;
     int64_t units = (n + nr - 1) / nr;
-    int64_t tm = 0, tn = 0, slices = nthreads;
-    if (blocks) {          /* MK_BLOCKS_PER_THREAD blocks per thread, fewer if C is small */
-        for (slices = (int64_t)nthreads * MK_BLOCKS_PER_THREAD; slices > 1; --slices)
-            if ((tm = mk_blocks_grid(slices, m, n, mr, nr, &tn)) > 0)
-                break;
-        if (slices < nthreads)
-            nthreads = (int)slices;
-    }
-    if (tm == 0 && units < nthreads && (m + mr - 1) / mr > units) {
+    if (units < nthreads && (m + mr - 1) / mr > units) {
         split_n = 0;
         units = (m + mr - 1) / mr;
     }
-    if (tm == 0) {
-        if (nthreads > units)
-            nthreads = (int)units;
-        slices = nthreads;
-    }
+    if (nthreads > units)
+        nthreads = (int)units;
     /* each packed block (bytes) is followed by the packing's slack, rounded to keep
      * 64-byte alignment; MK_C_ALIGN's narrow first panel takes one more panel of B */
     const int64_t kcp_blk = MK_KCP(kc_blk);      /* kc_blk, and the trailer of MK_B_COLSUM */
@@ -127,8 +76,7 @@ static int mk_run_slices(const mk_call *g, int nthreads, int blocks)
     char *ws = (char *)mk_ws_get(per_thread * (size_t)nthreads);
     if (!ws)
         return MK_ENOMEM;
-    mk_slices_job job = {*g, ws, per_thread, a_bytes, b_bytes, units, slices, 0, split_n,
-                         tm, tn, (m + mr - 1) / mr};
+    mk_slices_job job = {*g, ws, per_thread, a_bytes, b_bytes, units, nthreads, 0, split_n};
     int pooled = -1;
 #if MK_HAVE_POOL
     pooled = mk_pool_run(mk_slices_take, (void *)&job, nthreads);  /* -1 for one thread */

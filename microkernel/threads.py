@@ -205,7 +205,7 @@ def threads_for(m: int, n: int, k: int, most: int | None = None) -> int:
 
 #: environment variables the C driver reads once with getenv, and the values it honours
 #: (any other value would be ignored there without a word)
-DRIVER_ENV = {"MICROKERNEL_POOL": ("0", "1"), "MICROKERNEL_THREADING": ("slices", "team", "blocks"),
+DRIVER_ENV = {"MICROKERNEL_POOL": ("0", "1"), "MICROKERNEL_THREADING": ("slices", "team"),
               "MICROKERNEL_TEAM_GRID": ("rows", "square")}
 
 

@@ -56,7 +56,7 @@ SCRIPT = textwrap.dedent("""
 @pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1", "team chunks=8",
                                   "team parts=1 chunks=4", "team parts=3",
                                   "team parts=9 chunks=1", "team square", "team limit=1",
-                                  "team pool=0", "slices", "blocks"])
+                                  "team pool=0", "slices"])
 def test_each_thread_decomposition_is_correct(mode, tmp_path):
     # "team": the model's dynamic units (from a counter, TEAM_CHUNKS per thread, each a chunk
     # of rows times one of TEAM_PARTS parts of the block's panels: 48 columns, 2 panels of
@@ -67,8 +67,7 @@ def test_each_thread_decomposition_is_correct(mode, tmp_path):
     # thirds of the panels; "parts=9 chunks=1": more parts than a block has panels; "team
     # square": the grid of MICROKERNEL_TEAM_GRID=square; "team limit=1": OMP_THREAD_LIMIT=1
     # gives the team one thread whatever is asked; "team pool=0": the flow on OpenMP's
-    # team instead of the pool's threads (MICROKERNEL_POOL=0, c_src/mk_pool.h); "blocks":
-    # each thread a block of a grid over C, packing its own A and B (c_src/mk_slices.h)
+    # team instead of the pool's threads (MICROKERNEL_POOL=0, c_src/mk_pool.h)
     words = dict(w.split("=") for w in mode.split()[1:] if "=" in w)
     env = {**os.environ, "MICROKERNEL_THREADING": mode.split()[0],
            "MICROKERNEL_TEAM_GRID": "square" if mode.endswith("square") else "rows",
