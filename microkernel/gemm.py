@@ -228,6 +228,8 @@ def _check_output(C, A, B, m: int, n: int) -> None:
                          f"for A {A.shape} @ B {B.shape}")
     if not C.flags.writeable:
         raise ValueError("C is not writeable")
+    if C.base is None and A.base is None and B.base is None and C is not A and C is not B:
+        return  # three arrays that own their memory: distinct buffers (the common case)
     if overlaps_itself(C):
         raise ValueError(f"C's elements overlap in memory (strides {C.strides} for shape "
                          f"{C.shape}, e.g. a view made with as_strided); pass an array "

@@ -196,11 +196,16 @@ def threads_for(m: int, n: int, k: int, most: int | None = None) -> int:
     :func:`default_threads`), but at most one thread per :data:`MACS_PER_THREAD`
     multiply-adds (n = 1 or m = 1: the GEMV path decides for itself). ``bench`` and
     ``compare`` time gemm() at ``threads_for(m, n, k, most=N)`` for ``--threads N``, as
-    numpy's BLAS sizes its own calls under a limit of N."""
-    t = default_threads() if most is None else most
-    if t > 1:
-        t = max(1, min(t, (m * n * max(k, 1)) // MACS_PER_THREAD))
-    return t
+    numpy's BLAS sizes its own calls under a limit of N. Below 2 x MACS_PER_THREAD
+    multiply-adds the answer is 1 whatever the CPUs, so the affinity mask is not read
+    (a bad ``$MICROKERNEL_NUM_THREADS`` is still reported)."""
+    cap = (m * n * max(k, 1)) // MACS_PER_THREAD
+    if most is None:
+        if cap < 2:
+            _chosen()
+            return 1
+        most = default_threads()
+    return max(1, min(most, cap)) if most > 1 else most
 
 
 #: environment variables the C driver reads once with getenv, and the values it honours
