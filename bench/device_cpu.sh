@@ -110,9 +110,6 @@
 #   bash bench/device_cpu.sh calm      issue 24: numpy's 16-thread GFLOP/s at 4096 first; on a calm host
 #                                      (>= 2,000) the f32 default's units (chunks, parts, KC) raced
 #                                      at 16 threads beside numpy and PyTorch, paused
-#   bash bench/device_cpu.sh pfb       the f32 default with the next B micro-panel prefetched into L2 by
-#                                      the driver (MK_DRIVER_PF_B) raced against it at one
-#                                      thread and at 16
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -591,26 +588,6 @@ print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
       echo "a busy host: not raced"
     fi
   } 2>&1 | tee "$OUT/device_calm.log"
-  exit 0
-fi
-if [ "${1:-}" = pfb ]; then
-  # the f32 default with the next B micro-panel prefetched into L2 by the driver, each ir
-  # call's share just before it (c_src/driver.c, MK_DRIVER_PF_B: what the AMX kernels do
-  # inside theirs), raced against the module without it: one thread on CPU 5 beside numpy
-  # (one thread), then 16 threads beside numpy and PyTorch, paused; numpy's 16-thread
-  # GFLOP/s at 4096 first (a calm host reads >= 2,000)
-  k=$(f32)
-  variant MK_DRIVER_PF_B pfb $k
-  {
-    OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -c 'import numpy as np, time
-a = np.ones((4096, 4096), np.float32); c = np.empty_like(a); np.matmul(a, a, out=c)
-t = time.perf_counter(); [np.matmul(a, a, out=c) for _ in range(5)]
-print("numpy 16 threads at 4096:", int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9), "GFLOP/s")'
-    run env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c 5 python3 -m microkernel compare \
-        --kernels "$k;$k@.amxvar/pfb_$k.c" --threads 1 --sizes 2048,4096 --rounds 7 \
-        --json "$OUT/pfb_1t.json"
-    race16 pfb_16t.json 1024,2048,4096 5 0.3 "$k;$k@.amxvar/pfb_$k.c"
-  } 2>&1 | tee "$OUT/device_pfb.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then

@@ -180,15 +180,6 @@ enum { MK_OK = 0, MK_ENOMEM = -1, MK_EINVAL = -2 };
  * (AMX: codegen/amx.py) defines MK_PREFETCH_B(p, bytes): mk_loops hands each call of
  * its ir loop one 1/(MC/MR) share of the panel the next jr step reads (the B block
  * itself is in L3, far past L2), and (NULL, 0) after its loops. */
-#if !defined(MK_PREFETCH_B) && defined(MK_DRIVER_PF_B)
-/* an experiment: the share prefetched into L2 by the driver, just before the call */
-static inline void mk_pf_l2(const char *p, int64_t bytes)
-{
-    for (int64_t o = 0; o < bytes; o += 64)
-        __builtin_prefetch(p + o, 0, 2);
-}
-#define MK_PREFETCH_B(p, bytes) mk_pf_l2((const char *)(p), (bytes))
-#endif
 #ifndef MK_PREFETCH_B
 #define MK_PREFETCH_B(p, bytes) ((void)0)
 #endif
