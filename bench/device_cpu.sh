@@ -110,6 +110,9 @@
 #   bash bench/device_cpu.sh calm      issue 24: numpy's 16-thread GFLOP/s at 4096 first; on a calm host
 #                                      (>= 2,000) the f32 default's units (chunks, parts, KC) raced
 #                                      at 16 threads beside numpy and PyTorch, paused
+#   bash bench/device_cpu.sh onet      issue 24: the one-thread f32 path on this host: the default's
+#                                      MC / KC and three larger AVX-512 tiles raced on CPU 9
+#                                      beside numpy and PyTorch; on a calm host at 16 threads too
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -142,6 +145,14 @@ f32() { python3 -c 'from microkernel import registry; print(registry.DEFAULTS["a
 race16() {
   run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
       --kernels "$5" --threads 16 --sizes "$2" --rounds "$3" --pause "$4" --json "$OUT/$1"
+}
+# numpy's GFLOP/s at 16 threads and n = 4096, 5 calls: at least 2,000 on a calm host
+# (2,417-2,505 in sessions 55-56), 1,000-1,250 on a busy one
+numpy16() {
+  OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -c 'import numpy as np, time
+a = np.ones((4096, 4096), np.float32); c = np.empty_like(a); np.matmul(a, a, out=c)
+t = time.perf_counter(); [np.matmul(a, a, out=c) for _ in range(5)]
+print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))'
 }
 if [ "${1:-}" = types ]; then
   exec bash "$(dirname "$0")/device_types.sh"
@@ -576,10 +587,7 @@ if [ "${1:-}" = calm ]; then
   # default's units raced at 16 threads beside numpy and PyTorch (paused)
   k=$(f32)
   {
-    g=$(OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -c 'import numpy as np, time
-a = np.ones((4096, 4096), np.float32); c = np.empty_like(a); np.matmul(a, a, out=c)
-t = time.perf_counter(); [np.matmul(a, a, out=c) for _ in range(5)]
-print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
+    g=$(numpy16)
     echo "numpy 16 threads at 4096: $g GFLOP/s"
     if [ "$g" -ge 2000 ]; then
       race16 calm_units.json 1024,2048,4096 7 0.3 \
@@ -588,6 +596,28 @@ print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
       echo "a busy host: not raced"
     fi
   } 2>&1 | tee "$OUT/device_calm.log"
+  exit 0
+fi
+if [ "${1:-}" = onet ]; then
+  # issue 24's one-thread gap (ours 158 against numpy's 167 GFLOP/s at 4096 on a calm
+  # host, session 56): the f32 default's MC / KC, OpenBLAS SkylakeX's P = Q = 448 among
+  # them, and three larger AVX-512 tiles at their model blocking, one thread on CPU 9
+  # beside numpy and PyTorch; on a calm host the same at 16 threads, paused
+  k=$(f32)
+  big="avx512_12x32;avx512_14x32;avx512_9x48"
+  {
+    g=$(numpy16)
+    echo "numpy 16 threads at 4096: $g GFLOP/s"
+    for t in ${big//;/ }; do run mk validate --kernel "$t"; done
+    run taskset -c 9 python3 -m microkernel compare --sizes 1024,2048,4096 --rounds 7 \
+        --json "$OUT/onet_1t_cpu9.json" \
+        --kernels "$k;$k:mc=176;$k:mc=352;$k:kc=384,mc=264;$k:kc=448,mc=448;$k:kc=192,mc=128;$big"
+    if [ "$g" -ge 2000 ]; then
+      race16 onet_16t.json 1024,2048,4096 7 0.3 "$k;$k:kc=384,mc=264;$k:kc=448,mc=448;$big"
+    else
+      echo "a busy host: the 16-thread race not run"
+    fi
+  } 2>&1 | tee "$OUT/device_onet.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then
