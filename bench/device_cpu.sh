@@ -113,6 +113,9 @@
 #   bash bench/device_cpu.sh onet      issue 24: the one-thread f32 path on this host: the default's
 #                                      MC / KC and three larger AVX-512 tiles raced on CPU 9
 #                                      beside numpy and PyTorch; on a calm host at 16 threads too
+#   bash bench/device_cpu.sh onepath   issue 24: bench/nop_share.py (gemm()'s time outside the f32
+#                                      micro-kernel) on CPU 9, then NC 1024 / 2048, MC 352 and an A
+#                                      micro-panel prefetch raced at one thread on CPUs 9 and 5
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -618,6 +621,35 @@ if [ "${1:-}" = onet ]; then
       echo "a busy host: the 16-thread race not run"
     fi
   } 2>&1 | tee "$OUT/device_onet.log"
+  exit 0
+fi
+if [ "${1:-}" = onepath ]; then
+  # issue 24's one-thread gap, after onet found no blocking or larger tile ahead: the share
+  # of gemm() outside the micro-kernel (bench/nop_share.py), then on CPUs 9 and 5 a B block
+  # that fits the 2 MiB L2 (NC 1024: at n = 1024 ours tied numpy, at 2048 and 4096 it
+  # trailed by 5%), NC 2048, MC 352, and the default with the A micro-panel prefetched
+  # 512 B ahead in its K loop (pfa); on a calm host the same at 16 threads, paused
+  k=$(f32)
+  mkdir -p .amxvar
+  sed 's|^        a += 32;$|        __builtin_prefetch(a + 128);\n        __builtin_prefetch(a + 144);\n        a += 32;|' \
+      "c_src/ukernels/$k.c" > ".amxvar/pfa_$k.c"
+  set1="$k;$k:nc=1024;$k:nc=2048;$k:mc=352;$k@.amxvar/pfa_$k.c"
+  {
+    g=$(numpy16)
+    echo "numpy 16 threads at 4096: $g GFLOP/s"
+    grep -c __builtin_prefetch ".amxvar/pfa_$k.c"
+    run taskset -c 9 python3 bench/nop_share.py --kernel "$k" --sizes 1024,2048,4096 --rounds 5 \
+        --json "$OUT/nop_share_cpu9.json"
+    for cpu in 9 5; do
+      run taskset -c $cpu python3 -m microkernel compare --sizes 2048,4096 --rounds 7 \
+          --kernels "$set1" --json "$OUT/onepath_1t_cpu$cpu.json"
+    done
+    if [ "$g" -ge 2000 ]; then
+      race16 onepath_16t.json 1024,2048,4096 7 0.3 "$set1"
+    else
+      echo "a busy host: the 16-thread race not run"
+    fi
+  } 2>&1 | tee "$OUT/device_onepath.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then
