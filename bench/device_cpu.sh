@@ -116,6 +116,9 @@
 #   bash bench/device_cpu.sh onepath   issue 24: bench/nop_share.py (gemm()'s time outside the f32
 #                                      micro-kernel) on CPU 9, then NC 1024 / 2048, MC 352 and an A
 #                                      micro-panel prefetch raced at one thread on CPUs 9 and 5
+#   bash bench/device_cpu.sh l2nc      issue 24: the one-thread NC rule (the B block in the L2) against
+#                                      the L3 rule's NC and two others, one thread on CPUs 9
+#                                      and 5, squares and DeepBench; catalogue, blocking tests
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -650,6 +653,27 @@ if [ "${1:-}" = onepath ]; then
       echo "a busy host: the 16-thread race not run"
     fi
   } 2>&1 | tee "$OUT/device_onepath.log"
+  exit 0
+fi
+if [ "${1:-}" = l2nc ]; then
+  # issue 24's one-thread gap: the one-thread NC rule (blocking.L2_B_SHARE: the B block in
+  # the L2, NC 1184 on this host's 2 MiB L2 for the f32 default) against the L3 rule's
+  # 4064 it replaces and two NCs either side, on CPUs 9 and 5 beside numpy and PyTorch,
+  # squares and DeepBench; the catalogue and the blocking tests first
+  k=$(f32)
+  set1="$k;$k:nc=4064;$k:nc=768;$k:nc=1536"
+  {
+    g=$(numpy16)
+    echo "numpy 16 threads at 4096: $g GFLOP/s"
+    run mk validate --kernel "$k"
+    run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py
+    for cpu in 9 5; do
+      run taskset -c $cpu python3 -m microkernel compare --sizes 1024,2048,3072,4096 --rounds 7 \
+          --kernels "$set1" --json "$OUT/l2nc_square_cpu$cpu.json"
+    done
+    run taskset -c 9 python3 -m microkernel compare --workload deepbench --rounds 7 \
+        --kernels "$k;$k:nc=4064" --json "$OUT/l2nc_deepbench_cpu9.json"
+  } 2>&1 | tee "$OUT/device_l2nc.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then

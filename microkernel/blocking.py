@@ -27,7 +27,7 @@ Two refinements of the paper's rules, each measured on this project's machines
   W_L2 - 1 ways (MC = 576 for avx2_6x16 on a 512 KiB L2, with the floored KC = 170 of
   the time) gemm ran about 8% slower at n = 1536 than with half (MC = 102 at KC = 320).
 
-One empirical cap on top (measured, not derived; docs/design-notes.md):
+Two empirical rules on top (measured, not derived; docs/design-notes.md):
 
 * MC <= A_BLOCK_L1S * L1 bytes / (KC * S): the packed A block is at most twice the L1
   data cache. The L2 rule gives MC = 720 for avx512_8x32_u4 on Sapphire Rapids' 2 MiB
@@ -36,6 +36,16 @@ One empirical cap on top (measured, not derived; docs/design-notes.md):
   1.012 against 0.913 of numpy with the cap; n = 2000 went the other way in the three
   runs through gemm() that had it); on Zen 3 MC = 64 measured level with 128 through
   gemm() and 1-3% ahead in a C harness. The cap gives 88 and 64.
+* One thread of an fp32 tile (``alone``): NC such that the packed B block (KC x NC x S)
+  is at most L2_B_SHARE of the L2, where that still gives NC >= NC_L2_MIN; else the
+  L3 rule. Alone, nothing else reads the core's L2, and a B block there is swept once
+  per MC rows of A without going back to the L3. On Sapphire Rapids (2 MiB L2) the rule
+  gives 1184 (two or four blocks of 1024 at n = 2048 / 4096, where the L3 rule gives
+  one or two of 2048); NC = 1024 against the L3 rule's 4064 ran 4.8 [2.3, 7.7] % faster
+  over n = 2048 and 4096 on one CPU (6 of 7 rounds each) and 3-5% on another with wide
+  intervals. Where the L2 is too small for 1024 columns (Zen 3's 512 KiB, Zen 4's
+  1 MiB), A would be packed again every few hundred columns: there NC = 1008 and 504
+  measured slower than 4080 on the Zen 3, and the L3 rule stays.
 """
 from __future__ import annotations
 
@@ -46,7 +56,7 @@ import numbers
 __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
            "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS",
            "FLOW_BUFS", "CSTAT_B_L1", "CSTAT_A_L2", "CSTAT_ACC_L2", "CSTAT_MIN_K",
-           "CSTAT_MAX_B", "cstat_b_bytes"]
+           "CSTAT_MAX_B", "cstat_b_bytes", "L2_B_SHARE", "NC_L2_MIN"]
 
 S = 4          # bytes per fp32 element
 NC_CAP = 4080  # columns
@@ -54,6 +64,12 @@ NC_CAP = 4080  # columns
 #: pages (c_src/mk_workspace.h, MK_WS_HUGE_MIN)
 WS_HUGE_MIN = 4 << 20
 A_BLOCK_L1S = 2  # the packed A block (MC x KC) holds at most this many L1 data caches
+#: One thread of an fp32 tile: the packed B block (KC x NC x 4 B) takes at most this
+#: fraction of the L2 (the rest: the A block, the C tiles, the prefetchers' streams) ...
+L2_B_SHARE = 0.625
+#: ... where that leaves at least this many columns (fewer: A packed again too often);
+#: see the module docstring and :func:`model_blocking` (``alone``)
+NC_L2_MIN = 1024
 #: Tile-register ISAs (AMX): bytes of one packed A row (KC x S_A) -- KC = 2048 bf16
 #: elements, 4096 int8 ones. See :func:`model_blocking` (``l2_panels``).
 L2_PANEL_ROW_BYTES = 4096
@@ -192,7 +208,8 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
 
 
 def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
-                   l2_panels: bool = False, cstat: bool = False) -> Blocking:
+                   l2_panels: bool = False, cstat: bool = False,
+                   alone: bool = False) -> Blocking:
     """Blocking for an MR x NR tile from ``caches`` (probe.Cache objects with
     level, type, ways, sets, line_bytes). Falls back to :data:`FALLBACK` for any
     level the probe could not read.
@@ -234,7 +251,13 @@ def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
     Rapids host (bench/results/sapphire-rapids/amx_irloop/, 11 interleaved rounds over n
     = 2048 and 4096, against KC = 2048, MC = 256 with one call per tile): +7.3% [+3.9,
     +11.5] on CPU 13, +6.8 [-2.9, +11.1] and +4.8 [-0.9, +9.7] % on CPUs 9 and 5; MC =
-    NC = 512 +4.9 to +6.0%, a tie with it."""
+    NC = 512 +4.9 to +6.0%, a tie with it.
+
+    ``alone`` (without ``l2_panels``; gemm() of an fp32 tile at one thread): NC such that
+    the B block (KC x NC x S_B) is at most :data:`L2_B_SHARE` of the L2 when that is at
+    least :data:`NC_L2_MIN` columns (and below the L3 rule's), else the L3 rule's NC.
+    1184 for an 8 x 32 fp32 tile on a 2 MiB L2 (KC = 272); the measurement is in the
+    module docstring."""
     sa, sb = a_bytes, b_bytes
     def level(n):
         for c in caches:
@@ -290,11 +313,13 @@ def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
                   f"{A_BLOCK_L1S * l1_bytes // 1024} KiB")
         mc = cap
     why.append(f"MC={mc}: {reason}")
-    return _with_nc(kc, mc, nr, sa, sb, l3, why)
+    return _with_nc(kc, mc, nr, sa, sb, l3, why, l2 if alone else None)
 
 
-def _with_nc(kc, mc, nr, sa, sb, l3, why) -> Blocking:
-    """NC from the L3 (the B block KC x NC x S_B beside two A blocks), capped at NC_CAP."""
+def _with_nc(kc, mc, nr, sa, sb, l3, why, l2=None) -> Blocking:
+    """NC from the L3 (the B block KC x NC x S_B beside two A blocks), capped at NC_CAP;
+    with ``l2`` (one thread), from that L2 instead where it holds a B block of at least
+    NC_L2_MIN columns in L2_B_SHARE of its bytes."""
     if l3 is None:
         nc = _round_down(FALLBACK.nc, nr)
         why.append(f"NC={nc}: no L3 data, default")
@@ -306,4 +331,11 @@ def _with_nc(kc, mc, nr, sa, sb, l3, why) -> Blocking:
                    + (f", capped at {NC_CAP}" if nc_model > NC_CAP else "")
                    + (f", rounded down to a multiple of NR={nr}" if nc % nr == 0
                       and nc != min(nc_model, NC_CAP) else ""))
+    if l2 is not None and l2.ways and l2.sets and l2.line_bytes:
+        l2_bytes = l2.ways * l2.sets * l2.line_bytes
+        nc_l2 = _round_down(int(L2_B_SHARE * l2_bytes) // (kc * sb), nr)
+        if NC_L2_MIN <= nc_l2 < nc:
+            why[-1] = (f"NC={nc_l2}: one thread: the B block (KC x NC x {sb} B) in "
+                       f"{L2_B_SHARE:g} of the {l2_bytes // 1024} KiB L2 (the L3 rule: {nc})")
+            nc = nc_l2
     return Blocking(kc, mc, nc, tuple(why))

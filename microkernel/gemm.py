@@ -26,7 +26,9 @@ def blocking_for(kernel, threads: int | None = None, k: int | None = None,
     """The analytical-model blocking (KC, MC, NC) for a loaded kernel on this machine,
     for a call of ``threads`` threads (None: more than one), depth ``k`` (None: as for a
     K of at least :data:`~microkernel.blocking.CSTAT_MIN_K`) and ``n`` columns (None: a
-    B that the C-stationary loops take). One thread of an AMX kernel whose module has the
+    B that the C-stationary loops take). One thread of an fp32 tile gets an NC whose B
+    block fits its L2 where the L2 is large enough (:func:`microkernel.blocking.model_blocking`,
+    ``alone``). One thread of an AMX kernel whose module has the
     C-stationary loops with the whole-ir-loop entry point (``MK_UKERNEL_IRLOOP``: every
     generated one), at K >= CSTAT_MIN_K with a packed B of at most
     :data:`~microkernel.blocking.CSTAT_MAX_B` bytes (the driver's bound for those loops),
@@ -36,11 +38,13 @@ def blocking_for(kernel, threads: int | None = None, k: int | None = None,
     l2_panels = kernel.spec.isa == "amx"   # tile registers: micro-panels from L2
     cstat = (l2_panels and threads == 1 and (k is None or k >= CSTAT_MIN_K)
              and (n is None or _cstat_fits(kernel, n, k)) and _has_irloop(kernel))
-    key = (kernel.mr, kernel.nr, sizes, l2_panels, cstat)
+    # one thread of an fp32 tile: its B block in its own core's L2 where that fits
+    alone = threads == 1 and not l2_panels and kernel.spec.types == "f32"
+    key = (kernel.mr, kernel.nr, sizes, l2_panels, cstat, alone)
     if key not in _BLOCKING:
         from .probe import probe
         _BLOCKING[key] = model_blocking(kernel.mr, kernel.nr, probe().caches, *sizes,
-                                        l2_panels=l2_panels, cstat=cstat)
+                                        l2_panels=l2_panels, cstat=cstat, alone=alone)
     return _BLOCKING[key]
 
 
@@ -151,7 +155,7 @@ _OVERRIDES: dict = {}  # (id(kernel), dict items) -> mk_blocking *; the kernel s
                       # alive in _PLANS, so its id is not reused. One entry per distinct
                       # override (a few dozen bytes): a tuner trying thousands of them
                       # holds thousands of entries, as _CBLOCKING does for Blocking objects
-_PLANS: dict = {}  # (id(kernel), one thread at K >= CSTAT_MIN_K) -> (kernel, ffi, lib,
+_PLANS: dict = {}  # (id(kernel), the one-thread blocking) -> (kernel, ffi, lib,
                    # model mk_blocking *); holding the kernel keeps its id from being
                    # reused while the entry exists
 
@@ -167,7 +171,7 @@ def _c_blocking(ffi, blk: Blocking):
 
 
 def _override(kern, ffi, blocking: dict, one: bool = False):
-    """``mk_blocking *`` for the model's blocking (of one thread, large K with ``one``) with
+    """``mk_blocking *`` for the model's blocking (of one thread with ``one``) with
     ``blocking`` (a dict) applied, cached per kernel and dict contents (a call with an
     override then costs a lookup, not a Blocking.replace); values of an unhashable type
     go to replace(), which names them."""
@@ -185,7 +189,8 @@ def _override(kern, ffi, blocking: dict, one: bool = False):
 
 def _plan(kern, one: bool):
     """(ffi, lib, model blocking as ``mk_blocking *``) for a loaded kernel, for a call of
-    one thread with K >= CSTAT_MIN_K (``one``) or any other, cached."""
+    one thread (``one``: any K for a tile other than AMX, K >= CSTAT_MIN_K for AMX) or
+    any other, cached."""
     plan = _PLANS.get((id(kern), one))
     if plan is None:
         ffi = kern.ffi
@@ -199,7 +204,8 @@ def _driver(kern, blocking, threads: int = 0, k: int = 0, n: int = 0):
     threads, depth ``k`` and ``n`` columns: the blocking is the model's
     (:func:`blocking_for`), or ``blocking`` (a Blocking, or a dict of overrides of the
     model's) when given."""
-    one = threads == 1 and k >= CSTAT_MIN_K and _cstat_fits(kern, n, k)
+    one = (threads == 1 and (k >= CSTAT_MIN_K or kern.spec.isa != "amx")
+           and _cstat_fits(kern, n, k))
     ffi, lib, cblk = _plan(kern, one)
     if isinstance(blocking, dict):
         cblk = _override(kern, ffi, blocking, one)

@@ -156,3 +156,63 @@ def test_the_driver_reads_parts_and_refuses_fewer_than_one():
             assert np.abs(C - ref).max() < 1e-3
         else:
             assert np.isnan(C).all()        # refused before any work
+
+
+@pytest.mark.parametrize("caches,mr,nr,nc", [
+    # KC = 272: 0.625 * 2097152 = 1310720 B / (272 * 4) = 1204.7 -> 1184 (a multiple of
+    # NR = 32), at least NC_L2_MIN = 1024 and below the L3 rule's 4064
+    (SAPPHIRE_RAPIDS, 8, 32, 1184),
+    # KC = 464: 1310720 / 1856 = 706.2 < 1024: the L3 rule's 4080
+    (SAPPHIRE_RAPIDS, 8, 16, 4080),
+    # Zen 3, KC = 256: 0.625 * 524288 / 1024 = 320 < 1024: the L3 rule's 4080
+    (ZEN3, 4, 24, 4080),
+])
+def test_one_thread_keeps_its_b_block_in_a_large_enough_l2(caches, mr, nr, nc):
+    alone, team = model_blocking(mr, nr, caches, alone=True), model_blocking(mr, nr, caches)
+    assert alone.nc == nc
+    assert (alone.kc, alone.mc) == (team.kc, team.mc)
+    assert alone.why[:2] == team.why[:2]
+    assert ("L2" in alone.why[2]) == (alone.nc != team.nc)
+
+
+def test_gemm_takes_the_one_thread_nc_at_one_thread_of_an_fp32_tile_only(monkeypatch):
+    """blocking_for and what gemm() hands the C driver, on caches with an 8 MiB L2 (so
+    that this machine's fp32 default, whatever its tile, gets an L2 NC below the L3
+    rule's): one thread at any K gets it, two threads and typed tiles do not, and an
+    override at one thread applies on top of it. The answers stay right."""
+    import importlib
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import microkernel as mk
+    from microkernel import validate
+    from microkernel.blocking import L2_B_SHARE
+    from microkernel.tile import TileSpec
+    gemm_mod = importlib.import_module("microkernel.gemm")     # the modules, not the
+    probe_mod = importlib.import_module("microkernel.probe")   # functions of those names
+    big_l2 = _caches((12, 64), (16, 8192), (20, 245760))            # 48 KiB, 8 MiB, 300 MiB
+    kern = mk.get_kernel(None)                       # (dispatch reads the real probe)
+    for cache in ("_BLOCKING", "_PLANS", "_OVERRIDES", "_CBLOCKING"):
+        monkeypatch.setattr(gemm_mod, cache, {})
+    monkeypatch.setattr(probe_mod, "probe", lambda: SimpleNamespace(caches=big_l2))
+    team = model_blocking(kern.mr, kern.nr, big_l2)
+    nc1 = int(L2_B_SHARE * 16 * 8192 * 64) // (team.kc * 4) // kern.nr * kern.nr
+    assert 1024 <= nc1 < team.nc
+    assert gemm_mod.blocking_for(kern, 1).nc == nc1
+    assert gemm_mod.blocking_for(kern, 2).nc == gemm_mod.blocking_for(kern).nc == team.nc
+    assert gemm_mod._driver(kern, None, 1, 64)[2].nc == nc1
+    assert gemm_mod._driver(kern, None, 1, 4096)[2].nc == nc1
+    assert gemm_mod._driver(kern, None, 2, 64)[2].nc == team.nc
+    over = gemm_mod._driver(kern, {"mc": 2 * kern.mr}, 1, 64)[2]
+    assert (over.mc, over.nc) == (2 * kern.mr, nc1)
+    typed = SimpleNamespace(mr=8, nr=32, spec=TileSpec.from_name("avx512bf16_8x32"))
+    assert gemm_mod.blocking_for(typed, 1).nc == gemm_mod.blocking_for(typed).nc
+    # three NC blocks at one thread, the last narrower than the others
+    rng = np.random.default_rng(5)
+    n = 2 * nc1 + 3 * kern.nr + 1
+    A = rng.standard_normal((37, 19), dtype=np.float32)
+    B = rng.standard_normal((19, n), dtype=np.float32)
+    C = mk.gemm(A, B, kernel=kern, threads=1)
+    ref, bound = validate.reference(A, B, np.zeros((37, n), np.float32), 1.0, 0.0)
+    assert validate.check(C, ref, bound)[0]
