@@ -176,10 +176,10 @@ def test_one_thread_keeps_its_b_block_in_a_large_enough_l2(caches, mr, nr, nc):
 
 
 def test_gemm_takes_the_one_thread_nc_at_one_thread_of_an_fp32_tile_only(monkeypatch):
-    """blocking_for and what gemm() hands the C driver, on caches with an 8 MiB L2 (so
-    that this machine's fp32 default, whatever its tile, gets an L2 NC below the L3
-    rule's): one thread at any K gets it, two threads and typed tiles do not, and an
-    override at one thread applies on top of it. The answers stay right."""
+    """blocking_for and what gemm() hands the C driver, on caches whose L2 is sized for
+    this machine's fp32 default (whatever its tile) to get an L2 NC of about 2048, below
+    the L3 rule's: one thread at any K gets it, two threads and typed tiles do not, and
+    an override at one thread applies on top of it. The answers stay right."""
     import importlib
     from types import SimpleNamespace
 
@@ -191,14 +191,16 @@ def test_gemm_takes_the_one_thread_nc_at_one_thread_of_an_fp32_tile_only(monkeyp
     from microkernel.tile import TileSpec
     gemm_mod = importlib.import_module("microkernel.gemm")     # the modules, not the
     probe_mod = importlib.import_module("microkernel.probe")   # functions of those names
-    big_l2 = _caches((12, 64), (16, 8192), (20, 245760))            # 48 KiB, 8 MiB, 300 MiB
     kern = mk.get_kernel(None)                       # (dispatch reads the real probe)
+    kc = model_blocking(kern.mr, kern.nr, SAPPHIRE_RAPIDS).kc     # the L1 decides KC
+    sets = -(-2048 * kc * 4 * 8 // 5 // (16 * 64))   # 16 ways x 64 B: 0.625 of it ~ 2048 columns
+    big_l2 = _caches((12, 64), (16, sets), (20, 245760))
     for cache in ("_BLOCKING", "_PLANS", "_OVERRIDES", "_CBLOCKING"):
         monkeypatch.setattr(gemm_mod, cache, {})
     monkeypatch.setattr(probe_mod, "probe", lambda: SimpleNamespace(caches=big_l2))
     team = model_blocking(kern.mr, kern.nr, big_l2)
-    nc1 = int(L2_B_SHARE * 16 * 8192 * 64) // (team.kc * 4) // kern.nr * kern.nr
-    assert 1024 <= nc1 < team.nc
+    nc1 = int(L2_B_SHARE * 16 * sets * 64) // (team.kc * 4) // kern.nr * kern.nr
+    assert team.kc == kc and 2048 - kern.nr <= nc1 < team.nc
     assert gemm_mod.blocking_for(kern, 1).nc == nc1
     assert gemm_mod.blocking_for(kern, 2).nc == gemm_mod.blocking_for(kern).nc == team.nc
     assert gemm_mod._driver(kern, None, 1, 64)[2].nc == nc1
