@@ -119,8 +119,9 @@
 #   bash bench/device_cpu.sh l2nc      issue 24: the one-thread NC rule (the B block in the L2) against
 #                                      the L3 rule's NC and two others, one thread on CPUs 9
 #                                      and 5, squares and DeepBench; catalogue, blocking tests
-#   bash bench/device_cpu.sh rulecheck the blocking tests; on a calm host bench/threads.py alone at 1 and 16
-#                                      threads; the one-thread NC rule raced on CPU 13
+#   bash bench/device_cpu.sh rulecheck [CPU] the blocking tests; on a calm host bench/threads.py alone
+#                                      at 1 and 16 threads; the one-thread NC rule raced on CPU
+#                                      CPU (default 13)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -681,8 +682,8 @@ fi
 if [ "${1:-}" = rulecheck ]; then
   # after the one-thread NC rule: the blocking tests; on a calm host each library alone at
   # 1 and 16 threads (issue 24's alone bars, as in threads_calm/), on any host the rule
-  # raced once more against the L3 rule's NC at one thread on CPU 13
-  k=$(f32)
+  # raced once more against the L3 rule's NC at one thread on CPU ${2:-13}
+  k=$(f32); cpu=${2:-13}
   {
     g=$(numpy16)
     echo "numpy 16 threads at 4096: $g GFLOP/s"
@@ -693,8 +694,8 @@ if [ "${1:-}" = rulecheck ]; then
     else
       echo "a busy host: the alone run not made"
     fi
-    run taskset -c 13 python3 -m microkernel compare --sizes 2048,3072,4096 --rounds 9 \
-        --kernels "$k;$k:nc=4064" --json "$OUT/l2nc_square_cpu13.json"
+    run taskset -c $cpu python3 -m microkernel compare --sizes 2048,3072,4096 --rounds 9 \
+        --kernels "$k;$k:nc=4064" --json "$OUT/l2nc_square_cpu$cpu.json"
   } 2>&1 | tee "$OUT/device_rulecheck.log"
   exit 0
 fi
