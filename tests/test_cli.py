@@ -15,6 +15,11 @@ def test_probe_json(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["isas"][0] == "scalar" and d["best_isa"] in d["isas"]
     assert d["blocking"]["kc"] > 0 and d["blocking"]["why"]
+    # what gemm() takes: the model's NC for several threads, the one-thread NC for one
+    kern = mk.get_kernel(None)
+    assert d["default_kernel"] == kern.name
+    assert d["blocking"]["nc"] == blocking_for(kern).nc
+    assert d["blocking"]["nc_one_thread"] == blocking_for(kern, 1).nc <= d["blocking"]["nc"]
 
 
 def test_list_and_validate(capsys):

@@ -28,13 +28,15 @@ def run(args) -> int:
     per_types.update({t: default_kernel(t).name for t in TYPES if t not in ("f32", "f16h")})
     nr = spec.nr_at(info.sve_vector_bits) if spec.is_vla else spec.nr
     blk = model_blocking(spec.mr, nr, info.caches)
+    # one thread of an fp32 tile: NC from the L2 where it holds enough (gemm.blocking_for)
+    one = model_blocking(spec.mr, nr, info.caches, alone=spec.types == "f32")
     if args.json:
         d = info.to_json()
         d["usable_isas"] = list(usable_isas())
         d["default_kernel"] = spec.name
         d["gemm_kernels"] = per_types
         d["blocking"] = {"mr": spec.mr, "nr": nr, "kc": blk.kc, "mc": blk.mc, "nc": blk.nc,
-                         "why": list(blk.why)}
+                         "why": list(blk.why), "nc_one_thread": one.nc}
         print(json.dumps(d, indent=2))
         return 0
     rc = cli_probe(False)
@@ -53,4 +55,6 @@ def run(args) -> int:
     con.print(t)
     for line in blk.why:
         con.print(f"  {line}")
+    if one.nc != blk.nc:
+        con.print(f"  at one thread {one.why[-1]}")
     return rc
