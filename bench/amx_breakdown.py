@@ -27,7 +27,8 @@ the same rounds: a driver variant's cost outside the micro-kernel (``nop``) besi
 whole effect.
 
 Prints GFLOP/s (the GEMM's flop count over each variant's time, median and 95%
-interval) and each variant's time as a fraction of the real kernel's. Nothing is
+interval) and each variant's time as a fraction of the real kernel's, paired by round
+(bench/_breakdown.py). Nothing is
 asserted: this script measures and reports.
 """
 import argparse
@@ -86,6 +87,7 @@ def variant_sources(src: str) -> dict[str, str]:
 
 
 def main() -> int:
+    from _breakdown import rows_against
     from microkernel.commands.common import json_arg, write_json
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=".amxvar", help="where the variant sources go")
@@ -99,7 +101,6 @@ def main() -> int:
     import numpy as np
     import ml_dtypes
     import microkernel as mk
-    from microkernel import stats
     from microkernel.codegen import generate
     from microkernel.timing import Contender, Rounds
 
@@ -142,19 +143,7 @@ def main() -> int:
     for _ in range(args.rounds):
         r.round()
     out = {"kernel": KERNEL, "rounds": args.rounds, "variants": list(kernels)[1:],
-           "defines": args.define, "shapes": {}}
-    for shape in r.shapes:
-        rows = {}
-        for name in kernels:
-            g = r.contender(shape, name).flops / np.asarray(r.times[(shape, name)]) / 1e9
-            iv = stats.bootstrap(g[None, :])
-            rows[name] = {"gflops": iv.point, "lo": iv.lo, "hi": iv.hi, "rounds": g.tolist()}
-        t0 = np.median(1 / np.array(rows["kernel"]["rounds"]))
-        for name, row in rows.items():
-            row["time_vs_kernel"] = float(np.median(1 / np.array(row["rounds"])) / t0)
-            print(f"{shape:>8} {name:<8} {row['gflops']:8.1f} GFLOP/s [{row['lo']:.1f}, {row['hi']:.1f}]"
-                  f"  time {row['time_vs_kernel']:.3f} of the kernel's", flush=True)
-        out["shapes"][shape] = rows
+           "defines": args.define, "shapes": rows_against(r, kernels)}
     if args.json:
         write_json(args.json, out)
     return 0

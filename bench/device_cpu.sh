@@ -155,13 +155,17 @@ race16() {
   run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
       --kernels "$5" --threads 16 --sizes "$2" --rounds "$3" --pause "$4" --json "$OUT/$1"
 }
-# numpy's GFLOP/s at 16 threads and n = 4096, 5 calls: at least 2,000 on a calm host
-# (2,417-2,505 in sessions 55-56), 1,000-1,250 on a busy one
-numpy16() {
-  OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -c 'import numpy as np, time
+# gate: numpy's GFLOP/s at 16 threads and n = 4096 (5 calls) printed, and calm=1 where
+# it reads at least 2,000 (a calm host: 2,417-2,505 in sessions 55-56; a busy one
+# 836-1,262), else calm=0. Run it first, before this call loads the host itself.
+gate() {
+  local g
+  g=$(OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -c 'import numpy as np, time
 a = np.ones((4096, 4096), np.float32); c = np.empty_like(a); np.matmul(a, a, out=c)
 t = time.perf_counter(); [np.matmul(a, a, out=c) for _ in range(5)]
-print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))'
+print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
+  echo "numpy 16 threads at 4096: $g GFLOP/s"
+  if [ "$g" -ge 2000 ]; then calm=1; else calm=0; echo "a busy host: the calm-host steps are skipped"; fi
 }
 if [ "${1:-}" = types ]; then
   exec bash "$(dirname "$0")/device_types.sh"
@@ -596,13 +600,10 @@ if [ "${1:-}" = calm ]; then
   # default's units raced at 16 threads beside numpy and PyTorch (paused)
   k=$(f32)
   {
-    g=$(numpy16)
-    echo "numpy 16 threads at 4096: $g GFLOP/s"
-    if [ "$g" -ge 2000 ]; then
+    gate
+    if [ "$calm" = 1 ]; then
       race16 calm_units.json 1024,2048,4096 7 0.3 \
           "$k;$k:chunks=2;$k:chunks=4;$k:parts=2;$k:parts=1,chunks=4;$k:parts=1,chunks=2;$k:kc=512"
-    else
-      echo "a busy host: not raced"
     fi
   } 2>&1 | tee "$OUT/device_calm.log"
   exit 0
@@ -615,16 +616,13 @@ if [ "${1:-}" = onet ]; then
   k=$(f32)
   big="avx512_12x32;avx512_14x32;avx512_9x48"
   {
-    g=$(numpy16)
-    echo "numpy 16 threads at 4096: $g GFLOP/s"
+    gate
     for t in ${big//;/ }; do run mk validate --kernel "$t"; done
     run taskset -c 9 python3 -m microkernel compare --sizes 1024,2048,4096 --rounds 7 \
         --json "$OUT/onet_1t_cpu9.json" \
         --kernels "$k;$k:mc=176;$k:mc=352;$k:kc=384,mc=264;$k:kc=448,mc=448;$k:kc=192,mc=128;$big"
-    if [ "$g" -ge 2000 ]; then
+    if [ "$calm" = 1 ]; then
       race16 onet_16t.json 1024,2048,4096 7 0.3 "$k;$k:kc=384,mc=264;$k:kc=448,mc=448;$big"
-    else
-      echo "a busy host: the 16-thread race not run"
     fi
   } 2>&1 | tee "$OUT/device_onet.log"
   exit 0
@@ -641,8 +639,7 @@ if [ "${1:-}" = onepath ]; then
       "c_src/ukernels/$k.c" > ".amxvar/pfa_$k.c"
   set1="$k;$k:nc=1024;$k:nc=2048;$k:mc=352;$k@.amxvar/pfa_$k.c"
   {
-    g=$(numpy16)
-    echo "numpy 16 threads at 4096: $g GFLOP/s"
+    gate
     grep -c __builtin_prefetch ".amxvar/pfa_$k.c"
     run taskset -c 9 python3 bench/nop_share.py --kernel "$k" --sizes 1024,2048,4096 --rounds 5 \
         --json "$OUT/nop_share_cpu9.json"
@@ -650,10 +647,8 @@ if [ "${1:-}" = onepath ]; then
       run taskset -c $cpu python3 -m microkernel compare --sizes 2048,4096 --rounds 7 \
           --kernels "$set1" --json "$OUT/onepath_1t_cpu$cpu.json"
     done
-    if [ "$g" -ge 2000 ]; then
+    if [ "$calm" = 1 ]; then
       race16 onepath_16t.json 1024,2048,4096 7 0.3 "$set1"
-    else
-      echo "a busy host: the 16-thread race not run"
     fi
   } 2>&1 | tee "$OUT/device_onepath.log"
   exit 0
@@ -666,8 +661,7 @@ if [ "${1:-}" = l2nc ]; then
   k=$(f32)
   set1="$k;$k:nc=4064;$k:nc=768;$k:nc=1536"
   {
-    g=$(numpy16)
-    echo "numpy 16 threads at 4096: $g GFLOP/s"
+    gate
     run mk validate --kernel "$k"
     run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py
     for cpu in 9 5; do
@@ -685,14 +679,11 @@ if [ "${1:-}" = rulecheck ]; then
   # raced once more against the L3 rule's NC at one thread on CPU ${2:-13}
   k=$(f32); cpu=${2:-13}
   {
-    g=$(numpy16)
-    echo "numpy 16 threads at 4096: $g GFLOP/s"
+    gate
     run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py
-    if [ "$g" -ge 2000 ]; then
+    if [ "$calm" = 1 ]; then
       run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 2 \
           --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
-    else
-      echo "a busy host: the alone run not made"
     fi
     run taskset -c $cpu python3 -m microkernel compare --sizes 2048,3072,4096 --rounds 9 \
         --kernels "$k;$k:nc=4064" --json "$OUT/l2nc_square_cpu$cpu.json"

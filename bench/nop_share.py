@@ -30,6 +30,7 @@ def nop_source(src: str) -> str:
 
 
 def main() -> int:
+    from _breakdown import rows_against
     from microkernel.commands.common import json_arg, write_json
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel", required=True, help="an fp32 tile name")
@@ -40,7 +41,6 @@ def main() -> int:
     args = ap.parse_args()
     import numpy as np
     import microkernel as mk
-    from microkernel import stats
     from microkernel.codegen import generate
     from microkernel.timing import Contender, Rounds
 
@@ -69,19 +69,8 @@ def main() -> int:
     r = Rounds(cons)
     for _ in range(args.rounds):
         r.round()
-    out = {"kernel": args.kernel, "threads": args.threads, "rounds": args.rounds, "shapes": {}}
-    for shape in r.shapes:
-        t0 = np.asarray(r.times[(shape, "kernel")])
-        rows = {}
-        for name in ("kernel", "nop", "numpy"):
-            t = np.asarray(r.times[(shape, name)])
-            g = r.contender(shape, name).flops / t / 1e9
-            iv = stats.bootstrap(g[None, :])
-            rows[name] = {"gflops": iv.point, "lo": iv.lo, "hi": iv.hi, "rounds": g.tolist(),
-                          "time_vs_kernel": float(np.median(t / t0))}
-            print(f"{shape:>8} {name:<7} {iv.point:8.1f} GFLOP/s [{iv.lo:.1f}, {iv.hi:.1f}]"
-                  f"  time {rows[name]['time_vs_kernel']:.3f} of the kernel's", flush=True)
-        out["shapes"][shape] = rows
+    out = {"kernel": args.kernel, "threads": args.threads, "rounds": args.rounds,
+           "shapes": rows_against(r, ("kernel", "nop", "numpy"))}
     if args.json:
         write_json(args.json, out)
     return 0
