@@ -42,10 +42,12 @@ Two empirical rules on top (measured, not derived; docs/design-notes.md):
   per MC rows of A without going back to the L3. On Sapphire Rapids (2 MiB L2) the rule
   gives 1184 (two or four blocks of 1024 at n = 2048 / 4096, where the L3 rule gives
   one or two of 2048); NC = 1024 against the L3 rule's 4064 ran 4.8 [2.3, 7.7] % faster
-  over n = 2048 and 4096 on one CPU (6 of 7 rounds each) and 3-5% on another with wide
-  intervals. Where the L2 is too small for 1024 columns (Zen 3's 512 KiB, Zen 4's
-  1 MiB), A would be packed again every few hundred columns: there NC = 1008 and 504
-  measured slower than 4080 on the Zen 3, and the L3 rule stays.
+  over n = 2048 and 4096 on one CPU (6 of 7 rounds each), and in nine races on five
+  machines' hosts the rule was faster in three (1-5%), tied in six and slower in none
+  (bench/results/sapphire-rapids/onethread/). Where the L2 is too small for 1024
+  columns (Zen 3's 512 KiB, Zen 4's 1 MiB), A would be packed again every few hundred
+  columns: there NC = 1008 and 504 measured slower than 4080 on the Zen 3, and the L3
+  rule stays.
 """
 from __future__ import annotations
 
