@@ -122,6 +122,8 @@
 #   bash bench/device_cpu.sh rulecheck [CPU] the blocking tests; on a calm host bench/threads.py alone
 #                                      at 1 and 16 threads; the one-thread NC rule raced on CPU
 #                                      CPU (default 13)
+#   bash bench/device_cpu.sh calmalone on a calm host only: bench/threads.py alone at 1 and 16 threads,
+#                                      one process per library
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -688,6 +690,18 @@ if [ "${1:-}" = rulecheck ]; then
     run taskset -c $cpu python3 -m microkernel compare --sizes 2048,3072,4096 --rounds 9 \
         --kernels "$k;$k:nc=4064" --json "$OUT/l2nc_square_cpu$cpu.json"
   } 2>&1 | tee "$OUT/device_rulecheck.log"
+  exit 0
+fi
+if [ "${1:-}" = calmalone ]; then
+  # issue 24's alone bars, short: on a calm host only, each library alone in one process
+  # at 1 and 16 threads (bench/threads.py), nothing else
+  {
+    gate
+    if [ "$calm" = 1 ]; then
+      run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
+          --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
+    fi
+  } 2>&1 | tee "$OUT/device_calmalone.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then
