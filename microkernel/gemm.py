@@ -204,8 +204,8 @@ def _driver(kern, blocking, threads: int = 0, k: int = 0, n: int = 0):
     threads, depth ``k`` and ``n`` columns: the blocking is the model's
     (:func:`blocking_for`), or ``blocking`` (a Blocking, or a dict of overrides of the
     model's) when given."""
-    one = (threads == 1 and (k >= CSTAT_MIN_K or kern.spec.isa != "amx")
-           and _cstat_fits(kern, n, k))
+    one = threads == 1 and (kern.spec.isa != "amx" or (k >= CSTAT_MIN_K
+                                                       and _cstat_fits(kern, n, k)))
     ffi, lib, cblk = _plan(kern, one)
     if isinstance(blocking, dict):
         cblk = _override(kern, ffi, blocking, one)
