@@ -169,6 +169,12 @@ print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
   echo "numpy 16 threads at 4096: $g GFLOP/s"
   if [ "$g" -ge 2000 ]; then calm=1; else calm=0; echo "a busy host: the calm-host steps are skipped"; fi
 }
+# race1 CPU JSON SIZES ROUNDS CONTENDERS: `microkernel compare` of f32 contenders at one
+# thread pinned to CPU, numpy and PyTorch (one thread each) in the same rounds
+race1() {
+  run taskset -c "$1" python3 -m microkernel compare --sizes "$3" --rounds "$4" \
+      --kernels "$5" --json "$OUT/$2"
+}
 if [ "${1:-}" = types ]; then
   exec bash "$(dirname "$0")/device_types.sh"
 fi
@@ -620,9 +626,8 @@ if [ "${1:-}" = onet ]; then
   {
     gate
     for t in ${big//;/ }; do run mk validate --kernel "$t"; done
-    run taskset -c 9 python3 -m microkernel compare --sizes 1024,2048,4096 --rounds 7 \
-        --json "$OUT/onet_1t_cpu9.json" \
-        --kernels "$k;$k:mc=176;$k:mc=352;$k:kc=384,mc=264;$k:kc=448,mc=448;$k:kc=192,mc=128;$big"
+    race1 9 onet_1t_cpu9.json 1024,2048,4096 7 \
+        "$k;$k:mc=176;$k:mc=352;$k:kc=384,mc=264;$k:kc=448,mc=448;$k:kc=192,mc=128;$big"
     if [ "$calm" = 1 ]; then
       race16 onet_16t.json 1024,2048,4096 7 0.3 "$k;$k:kc=384,mc=264;$k:kc=448,mc=448;$big"
     fi
@@ -645,10 +650,7 @@ if [ "${1:-}" = onepath ]; then
     grep -c __builtin_prefetch ".amxvar/pfa_$k.c"
     run taskset -c 9 python3 bench/nop_share.py --kernel "$k" --sizes 1024,2048,4096 --rounds 5 \
         --json "$OUT/nop_share_cpu9.json"
-    for cpu in 9 5; do
-      run taskset -c $cpu python3 -m microkernel compare --sizes 2048,4096 --rounds 7 \
-          --kernels "$set1" --json "$OUT/onepath_1t_cpu$cpu.json"
-    done
+    for cpu in 9 5; do race1 $cpu "onepath_1t_cpu$cpu.json" 2048,4096 7 "$set1"; done
     if [ "$calm" = 1 ]; then
       race16 onepath_16t.json 1024,2048,4096 7 0.3 "$set1"
     fi
@@ -666,10 +668,7 @@ if [ "${1:-}" = l2nc ]; then
     gate
     run mk validate --kernel "$k"
     run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py
-    for cpu in 9 5; do
-      run taskset -c $cpu python3 -m microkernel compare --sizes 1024,2048,3072,4096 --rounds 7 \
-          --kernels "$set1" --json "$OUT/l2nc_square_cpu$cpu.json"
-    done
+    for cpu in 9 5; do race1 $cpu "l2nc_square_cpu$cpu.json" 1024,2048,3072,4096 7 "$set1"; done
     run taskset -c 9 python3 -m microkernel compare --workload deepbench --rounds 7 \
         --kernels "$k;$k:nc=4064" --json "$OUT/l2nc_deepbench_cpu9.json"
   } 2>&1 | tee "$OUT/device_l2nc.log"
@@ -687,8 +686,7 @@ if [ "${1:-}" = rulecheck ]; then
       run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 2 \
           --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
     fi
-    run taskset -c $cpu python3 -m microkernel compare --sizes 2048,3072,4096 --rounds 9 \
-        --kernels "$k;$k:nc=4064" --json "$OUT/l2nc_square_cpu$cpu.json"
+    race1 $cpu "l2nc_square_cpu$cpu.json" 2048,3072,4096 9 "$k;$k:nc=4064"
   } 2>&1 | tee "$OUT/device_rulecheck.log"
   exit 0
 fi
