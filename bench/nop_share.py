@@ -44,7 +44,10 @@ def main() -> int:
     from microkernel.codegen import generate
     from microkernel.timing import Contender, Rounds
 
-    spec = mk.TileSpec.from_name(args.kernel)
+    try:
+        spec = mk.TileSpec.from_name(args.kernel)
+    except ValueError as e:
+        raise SystemExit(f"nop_share: {e}")
     if spec.types != "f32":
         raise SystemExit(f"{args.kernel}: an fp32 tile is needed (bench/amx_breakdown.py for AMX)")
     try:
