@@ -145,6 +145,11 @@ class Blocking:
 FALLBACK = Blocking(256, 120, 4080, ("caches unknown: BLIS-like defaults",))
 
 
+def _bytes(cache) -> int:
+    """Bytes of a cache level as the model counts them: ways x sets x line bytes."""
+    return cache.ways * cache.sets * cache.line_bytes
+
+
 def _round_down(x: int, to: int) -> int:
     return max(to, x // to * to)
 
@@ -271,8 +276,8 @@ def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
         return FALLBACK
     why = []
     if l2_panels and l2 is not None and cstat:
-        l1_bytes = l1.ways * l1.sets * l1.line_bytes
-        l2_bytes = l2.ways * l2.sets * l2.line_bytes
+        l1_bytes = _bytes(l1)
+        l2_bytes = _bytes(l2)
         kc = max(64 // sa, l1_bytes // CSTAT_B_L1 // (nr * sb) // (64 // sa) * (64 // sa))
         mc = max(mr, _round_down(l2_bytes // CSTAT_A_L2 // (kc * sa), mr))
         nc = max(nr, _round_down(l2_bytes // CSTAT_ACC_L2 // (mc * 4), nr))
@@ -286,7 +291,7 @@ def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
         return Blocking(kc, mc, nc, tuple(why))
     if l2_panels and l2 is not None:
         kc = max(16, L2_PANEL_ROW_BYTES // sa // 16 * 16)
-        l2_bytes = l2.ways * l2.sets * l2.line_bytes
+        l2_bytes = _bytes(l2)
         mc = max(mr, _round_down(l2_bytes // 2 // (kc * sa), mr))
         why.append(f"KC={kc}: tile registers (AMX) load the micro-panels from L2: "
                    f"{L2_PANEL_ROW_BYTES} B of an A row ({sa} B elements)")
@@ -307,7 +312,7 @@ def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,
         rule = "the L2 rule"
         reason = (f"L2 {l2.ways}-way x {l2.sets} sets, C_Ac={c_ac} of the "
                   f"{l2.ways // 2} ways given to the A block")
-    l1_bytes = l1.ways * l1.sets * l1.line_bytes
+    l1_bytes = _bytes(l1)
     cap = _round_down(A_BLOCK_L1S * l1_bytes // (kc * sa), mr)
     if cap < mc:
         reason = (f"{rule} gives {mc} ({reason}); capped so that the A block "
@@ -333,8 +338,8 @@ def _with_nc(kc, mc, nr, sa, sb, l3, why, l2=None) -> Blocking:
                    + (f", capped at {NC_CAP}" if nc_model > NC_CAP else "")
                    + (f", rounded down to a multiple of NR={nr}" if nc % nr == 0
                       and nc != min(nc_model, NC_CAP) else ""))
-    if l2 is not None and l2.ways and l2.sets and l2.line_bytes:
-        l2_bytes = l2.ways * l2.sets * l2.line_bytes
+    if l2 is not None:
+        l2_bytes = _bytes(l2)
         nc_l2 = _round_down(int(L2_B_SHARE * l2_bytes) // (kc * sb), nr)
         if NC_L2_MIN <= nc_l2 < nc:
             why[-1] = (f"NC={nc_l2}: one thread: the B block (KC x NC x {sb} B) in "
