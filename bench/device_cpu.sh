@@ -123,7 +123,13 @@
 #                                      at 1 and 16 threads; the one-thread NC rule raced on CPU
 #                                      CPU (default 13)
 #   bash bench/device_cpu.sh calmalone on a calm host only: bench/threads.py alone at 1 and 16 threads,
-#                                      one process per library
+#                                      one process per library; the team's parts picked against 4
+#   bash bench/device_cpu.sh autoparts [2] issue 24: the team's parts picked per shape (parts = 0,
+#                                      the fewest whose units get MC rows) against 4, 2 and 1
+#                                      fixed, 16 threads beside numpy and PyTorch, paused; thread
+#                                      and blocking tests, bench/team_check.py (2: against 4
+#                                      only, no checks); on a calm host each library alone at 1
+#                                      and 16 threads first
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -692,14 +698,39 @@ if [ "${1:-}" = rulecheck ]; then
 fi
 if [ "${1:-}" = calmalone ]; then
   # issue 24's alone bars, short: on a calm host only, each library alone in one process
-  # at 1 and 16 threads (bench/threads.py), nothing else
+  # at 1 and 16 threads (bench/threads.py), then the team's picked parts against 4
+  k=$(f32)
   {
     gate
+    lscpu | grep -E '^Model|cache'
+    if [ "$calm" = 1 ]; then
+      run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
+          --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
+      race16 parts_16t_calm.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4"
+    fi
+  } 2>&1 | tee "$OUT/device_calmalone.log"
+  exit 0
+fi
+if [ "${1:-}" = autoparts ]; then
+  # issue 24 at 16 threads: the parts the driver picks (c_src/mk_team.h, mk_team_parts)
+  # against the fixed 4 of before (and 2 and 1 unless `autoparts 2`: a second call, the
+  # checks and the race against 4 only, 9 rounds); on a calm host each library alone first
+  k=$(f32)
+  {
+    gate
+    lscpu | grep -E '^Model|cache'
     if [ "$calm" = 1 ]; then
       run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
           --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
     fi
-  } 2>&1 | tee "$OUT/device_calmalone.log"
+    if [ "${2:-}" = 2 ]; then
+      race16 parts_16t_run2.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4"
+    else
+      run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
+      run python3 bench/team_check.py --threads 16
+      race16 parts_16t.json 1024,2048,3072,4096 7 0.3 "$k;$k:parts=4;$k:parts=2;$k:parts=1"
+    fi
+  } 2>&1 | tee "$OUT/device_autoparts.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then

@@ -1,7 +1,8 @@
 """The team's dynamic units checked at many threads on a real machine (issue 24): the
 default kernel's gemm() at 16 (or --threads) threads against the float64 reference on
 shapes with every remainder, strided, transposed and column-major views, each with the
-default units (the flow of c_src/mk_team.h, mk_loops_flow), with the old ones (parts=1,
+default units (the flow of c_src/mk_team.h, mk_loops_flow, with the parts the driver
+picks), with 4 parts fixed (the default until 2026-12-06), with the old units (parts=1,
 chunks=4) and with fixed shares between barriers (chunks=0, mk_loops), and the results
 compared bit for bit (the units only change which thread computes which tile).
 
@@ -44,7 +45,7 @@ def main() -> int:
             # first panel (MK_C_ALIGN), and with it the rounding of the edge columns
             C = C0.copy(order="K")
             outs = []
-            for blk in (None, {"parts": 1, "chunks": 4}, {"chunks": 0}):
+            for blk in (None, {"parts": 4}, {"parts": 1, "chunks": 4}, {"chunks": 0}):
                 np.copyto(C, C0)
                 mk.gemm(A, B, C, alpha=1.25, beta=-0.5, threads=args.threads, blocking=blk)
                 outs.append(C.copy())
@@ -53,9 +54,10 @@ def main() -> int:
             same = [np.array_equal(outs[0], o) for o in outs[1:]]
             bad += (not ok) + (not all(same))
             print(f"{m}x{n}x{k} {view:12s} err/bound {ratio:.3g} "
-                  f"{'ok' if ok else 'FAIL ' + detail}; old units "
-                  f"{'identical' if same[0] else 'DIFFER'}; fixed shares "
-                  f"{'identical' if same[1] else 'DIFFER'}", flush=True)
+                  f"{'ok' if ok else 'FAIL ' + detail}; 4 parts "
+                  f"{'identical' if same[0] else 'DIFFER'}; old units "
+                  f"{'identical' if same[1] else 'DIFFER'}; fixed shares "
+                  f"{'identical' if same[2] else 'DIFFER'}", flush=True)
     print(f"{len(SHAPES) * 4} cases at {args.threads} threads ({mk.kernels()[0]}): {bad} failures")
     return 1 if bad else 0
 

@@ -248,7 +248,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
 {
     if (m < 0 || n < 0 || k < 0 || !uk || uk->mr < 1 || uk->nr < 1 || !blk
         || blk->kc < 1 || blk->mc < 1 || blk->nc < 1 || blk->chunks < 0
-        || blk->parts < 1)
+        || blk->parts < 0)
         return MK_EINVAL;
     if (m == 0 || n == 0)
         return MK_OK;

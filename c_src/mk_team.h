@@ -237,6 +237,24 @@ static void mk_flow_job_run(void *arg, int slot)
  * turn for the flow of dynamic units, one for fixed shares), A and the edge buffer per
  * thread; the flow on the pool's threads when the pool is free, else OpenMP's team.
  * Returns MK_OK or MK_ENOMEM. */
+/* The parts of a B block when mk_blocking.parts is 0 (the default): the fewest, up to
+ * MK_TEAM_PARTS_MAX, whose units still get MC rows each (a unit of p parts has about
+ * panels x p / ways MR panels of rows, `ways` units of a block's rows being asked for).
+ * Fewer parts pack each row of A fewer times (every part's unit packs its own rows)
+ * and read more B panels per A block packed; fewer rows than MC shorten the ir loop
+ * over each B micro-panel. On the calm Sapphire Rapids host at 16 threads (session
+ * 55's race, docs/design-notes.md, threads) units of 88 rows (MC) beat units of 32-64
+ * rows by 1-13% at every size, and at 88 rows whole rows beat quarter rows by 8% at
+ * 4096, where one part already gives them MC rows. mc_panels: MC / MR; the rows
+ * are those of mk_run_team's `chunk`. */
+static int64_t mk_team_parts(int64_t panels, int64_t ways, int64_t mc_panels)
+{
+    int64_t p = 1;
+    while (p < MK_TEAM_PARTS_MAX && (panels * p + ways - 1) / ways < mc_panels)
+        ++p;
+    return p;
+}
+
 static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
 {
     const mk_ukernel_desc *uk = g->uk;
@@ -263,8 +281,9 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
      * panels, or more parts than a block has panels (mk_flow_at takes min(parts,
      * its panels)), mean nothing (and would overflow the products below) */
     const int64_t panels = (m + mr - 1) / mr;
-    const int64_t parts = mk_min(blk->parts, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
     const int64_t ways = (int64_t)nthreads * mk_min(chunks > 0 ? chunks : 1, panels);
+    const int64_t want = blk->parts > 0 ? blk->parts : mk_team_parts(panels, ways, mc_blk / mr);
+    const int64_t parts = mk_min(want, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
     const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
     mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0};
     int64_t *counts = NULL;

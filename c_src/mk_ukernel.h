@@ -78,8 +78,10 @@ typedef struct {
 
 /* The model's chunks and parts (microkernel.blocking.TEAM_CHUNKS, TEAM_PARTS; a test
  * checks they agree), for the C mains that build an mk_blocking themselves (the
- * sanitizer and aarch64 harnesses). */
+ * sanitizer and aarch64 harnesses); parts = 0: the driver picks them (mk_team.h,
+ * mk_team_parts), at most MK_TEAM_PARTS_MAX (microkernel.blocking.TEAM_PARTS_MAX). */
 #define MK_TEAM_CHUNKS 2
-#define MK_TEAM_PARTS 4
+#define MK_TEAM_PARTS 0
+#define MK_TEAM_PARTS_MAX 4
 
 #endif

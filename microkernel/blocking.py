@@ -57,6 +57,7 @@ import numbers
 
 __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
            "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS",
+           "TEAM_PARTS_MAX",
            "FLOW_BUFS", "CSTAT_B_L1", "CSTAT_A_L2", "CSTAT_ACC_L2", "CSTAT_MIN_K",
            "CSTAT_MAX_B", "cstat_b_bytes", "L2_B_SHARE", "NC_L2_MIN"]
 
@@ -101,9 +102,13 @@ CSTAT_MAX_B = 1 << 30
 TEAM_CHUNKS = 2
 #: ... and the parts each B block's NR panels are split into, so that a unit is a chunk
 #: of rows times a part of the block's columns (BLIS's jr ways, taken dynamically): the
-#: units get smaller without shortening the ir loop over each B micro-panel. C mains:
+#: units get smaller without shortening the ir loop over each B micro-panel. 0: the
+#: driver picks the fewest parts, up to TEAM_PARTS_MAX, whose units still get MC rows
+#: (c_src/mk_team.h, mk_team_parts; docs/design-notes.md, threads); C mains:
 #: MK_TEAM_PARTS.
-TEAM_PARTS = 4
+TEAM_PARTS = 0
+#: ... the most parts the driver picks (C: MK_TEAM_PARTS_MAX)
+TEAM_PARTS_MAX = 4
 #: B blocks the team packs into in turn (c_src/mk_team.h, MK_FLOW_BUFS): a block's
 #: packing overlaps the last units of the block before it without a barrier.
 FLOW_BUFS = 3
@@ -114,7 +119,8 @@ class Blocking:
     """KC, MC, NC in elements and the reason each was chosen; ``chunks``: how a team of
     threads shares each block of C (> 0: dynamic units, about that many per thread; 0:
     a fixed share of rows each); ``parts``: the dynamic units split each B block's NR
-    panels into this many parts (1: a unit is a chunk of whole rows)."""
+    panels into this many parts (1: a unit is a chunk of whole rows; 0: the fewest, up to
+    TEAM_PARTS_MAX, that give each unit MC rows)."""
     kc: int
     mc: int
     nc: int
@@ -125,13 +131,13 @@ class Blocking:
     def replace(self, **kw) -> "Blocking":
         """A copy with some of kc/mc/nc/chunks/parts overridden (None keeps the model's
         value; numpy integers are taken). Raises ValueError for an unknown key (naming
-        the valid ones), kc/mc/nc/parts < 1, chunks < 0, or a value of 2^31 or more."""
+        the valid ones), kc/mc/nc < 1, chunks/parts < 0, or a value of 2^31 or more."""
         kw = {k: v for k, v in kw.items() if v is not None}
         valid = ("kc", "mc", "nc", "chunks", "parts")
         for k, v in kw.items():
             if k not in valid:
                 raise ValueError(f"blocking has no {k!r}; valid keys: {', '.join(valid)}")
-            low = 0 if k == "chunks" else 1   # parts, kc, mc, nc: >= 1
+            low = 0 if k in ("chunks", "parts") else 1   # kc, mc, nc: >= 1
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < low:
                 what = "a non-negative" if low == 0 else "a positive"
                 raise ValueError(f"blocking {k} must be {what} integer, got {v!r}")

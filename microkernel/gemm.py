@@ -311,7 +311,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, kernel=None, threads=None,
         a small problem (:func:`microkernel.threads.threads_for`).
     blocking : Blocking or dict, optional
         KC/MC/NC override (and ``chunks``, a team's units per thread: 0 a fixed share
-        of rows each; ``parts``, the parts of a B block's columns the units split);
+        of rows each; ``parts``, the parts of a B block's columns the units split, 0
+        the fewest that give each unit MC rows);
         default from the analytical model on the probed caches.
 
     Returns

@@ -23,12 +23,14 @@ typedef struct { int64_t kc, mc, nc, chunks, parts; } mk_blocking;
 int64_t mk_mr(void);
 int64_t mk_nr(void);
 """
-#: ... and the L1 timing, the FMA peak, the workspace held.
+#: ... and the L1 timing, the FMA peak, the workspace held, the pool's threads, the
+#: parts the team picks (c_src/mk_team.h).
 _CDEF_TAIL = """
 double mk_time_ukernel(int64_t kc, int64_t reps);
 double mk_fma_peak(int64_t iters, double *flops);
 int64_t mk_workspace_bytes(void);
 int mk_pool_threads(int awake);
+int64_t mk_team_parts(int64_t panels, int64_t ways, int64_t mc_panels);
 """
 
 CDEF = _CDEF_HEAD + """

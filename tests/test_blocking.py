@@ -127,17 +127,19 @@ def test_team_chunks_default_agrees_with_the_c_mains_and_overrides_are_checked()
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="chunks must be a non-negative integer"):
             FALLBACK.replace(chunks=bad)
-    for bad in (0, -2, 2.0):
-        with pytest.raises(ValueError, match="parts must be a positive integer"):
+    assert FALLBACK.parts == TEAM_PARTS == 0 and FALLBACK.replace(parts=0).parts == 0
+    for bad in (-1, -2, 2.0):
+        with pytest.raises(ValueError, match="parts must be a non-negative integer"):
             FALLBACK.replace(parts=bad)
     from microkernel.commands.common import blocking_arg
     assert blocking_arg("kc=64,chunks=0") == {"kc": 64, "chunks": 0}
     assert blocking_arg("parts=4,chunks=8") == {"parts": 4, "chunks": 8}
 
 
-def test_the_driver_reads_parts_and_refuses_fewer_than_one():
-    # the C driver itself (not the Python check) gets mk_blocking.parts: parts = 0 is
-    # MK_EINVAL (-2) before any work, parts = 1 and a huge count (clamped) compute C
+def test_the_driver_reads_parts_and_refuses_a_negative_count():
+    # the C driver itself (not the Python check) gets mk_blocking.parts: parts = -1 is
+    # MK_EINVAL (-2) before any work; 0 (its own pick), 1 and a huge count (clamped)
+    # compute C
     import numpy as np
     import microkernel as mk
     k = mk.get_kernel(mk.kernels()[0])
@@ -147,7 +149,7 @@ def test_the_driver_reads_parts_and_refuses_fewer_than_one():
     B = np.random.default_rng(2).standard_normal((kk, n)).astype(np.float32)
     ref = A.astype(np.float64) @ B.astype(np.float64)
     fp = lambda x: ffi.cast("float *", x.ctypes.data)
-    for parts, rc_want in ((0, -2), (1, 0), (2 ** 62, 0)):
+    for parts, rc_want in ((-1, -2), (0, 0), (1, 0), (2 ** 62, 0)):
         C = np.full((m, n), np.nan, np.float32)
         blk = ffi.new("mk_blocking *", (32, 24, 48, 8, parts))
         rc = lib.mk_gemm(m, n, kk, 1.0, fp(A), kk, 1, fp(B), n, 1, 0.0, fp(C), n, 1, blk, 3)
@@ -218,3 +220,21 @@ def test_gemm_takes_the_one_thread_nc_at_one_thread_of_an_fp32_tile_only(monkeyp
     C = mk.gemm(A, B, kernel=kern, threads=1)
     ref, bound = validate.reference(A, B, np.zeros((37, n), np.float32), 1.0, 0.0)
     assert validate.check(C, ref, bound)[0]
+
+
+def test_the_team_picks_the_fewest_parts_that_give_each_unit_mc_rows():
+    # mk_team_parts(panels, ways, MC / MR): the least p <= TEAM_PARTS_MAX with
+    # ceil(panels * p / ways) >= MC / MR (mk_run_team's rows per unit), else the most.
+    # Sapphire Rapids' f32 default at 16 threads (MR 8, MC 88: 11 panels; 2 units per
+    # thread, 32 ways): m = 1024 has 128 row panels, 128 / 32 = 4 per unit at p = 1,
+    # 8 at 2, 12 at 3 -> 3; m = 2048: 8, 16 -> 2; m = 4096: 16 -> 1; a short C (5 panels)
+    # never reaches 11 -> the most; MC of one panel -> 1
+    import microkernel as mk
+    from microkernel.blocking import TEAM_PARTS_MAX
+    lib = mk.get_kernel(mk.kernels()[0]).lib
+    assert TEAM_PARTS_MAX == 4
+    for (panels, ways, mc_panels), want in (((128, 32, 11), 3), ((256, 32, 11), 2),
+                                            ((512, 32, 11), 1), ((5, 32, 11), 4),
+                                            ((5, 32, 1), 1), ((48, 6, 24), 3),
+                                            ((48, 6, 25), 4)):
+        assert lib.mk_team_parts(panels, ways, mc_panels) == want, (panels, ways, mc_panels)

@@ -54,13 +54,15 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("mode", ["team", "team static", "team chunks=1", "team chunks=8",
-                                  "team parts=1 chunks=4", "team parts=3",
+                                  "team parts=1 chunks=4", "team parts=3", "team parts=4",
                                   "team parts=9 chunks=1", "team square", "team limit=1",
                                   "team pool=0", "slices"])
 def test_each_thread_decomposition_is_correct(mode, tmp_path):
     # "team": the model's dynamic units (from a counter, TEAM_CHUNKS per thread, each a chunk
-    # of rows times one of TEAM_PARTS parts of the block's panels: 48 columns, 2 panels of
-    # 24 or 10 of 5, so fewer panels than parts, or parts of 2 and 3 panels); "team static":
+    # of rows times one of the parts of the block's panels the driver picks, 1 to 4 over
+    # these shapes: 48 columns, 2 panels of 24 or 10 of 5, so fewer panels than parts, or
+    # parts of 2 and 3 panels); "team parts=4": four parts whatever the shape (the default
+    # until 2026-12-06); "team static":
     # each thread a fixed share; "team chunks=1": one unit per thread (the counter's
     # last-unit edge); "team chunks=8": 8 per thread (the default until session 55);
     # "parts=1 chunks=4": units of whole rows (the team before 2026-12-04); "parts=3":

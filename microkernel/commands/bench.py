@@ -79,7 +79,8 @@ def add_arguments(p) -> None:
     p.add_argument("--blocking", type=blocking_arg, metavar="kc=N,mc=N,nc=N,chunks=N,parts=N",
                    help="override the model's gemm() blocking (any of KC, MC, NC in elements; "
                         "chunks: a team's units per thread, 0 a fixed share; parts: the parts "
-                        "of a B block's columns the units split)")
+                        "of a B block's columns the units split, 0 the fewest that give each "
+                        "unit MC rows)")
     add_dtype_argument(p, "input types (microkernel.dtypes): bf16, f16, f16h (fp16 "
                        "accumulation), s8s8, u8s8, u8u8; default: the first --kernel's, else "
                        "f32. Kernels of those types, each against its own instruction's peak; "
