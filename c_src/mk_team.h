@@ -4,7 +4,7 @@
  * of its own).
  * Uses: mk_call, mk_macro, mk_loops, mk_pack_b_panel, mk_lead, mk_team_b_stride
  * (mk_loops.h), mk_ws_get (mk_workspace.h), mk_pool_run and mk_wait_step (mk_pool.h).
- * Gives mk_team_grid, mk_loops_flow and mk_run_team. */
+ * Gives mk_team_grid, mk_loops_flow, mk_team_parts and mk_run_team. */
 
 /* The team's grid: tm rows x tn columns of threads. MK_GRID_ROWS: tm the largest
  * divisor of nt that has at least one MR panel of rows each (threads on distinct rows
@@ -233,10 +233,6 @@ static void mk_flow_job_run(void *arg, int slot)
 #endif
 
 
-/* The shared-B team's call (nthreads > 1): B blocks for all (MK_FLOW_BUFS of them in
- * turn for the flow of dynamic units, one for fixed shares), A and the edge buffer per
- * thread; the flow on the pool's threads when the pool is free, else OpenMP's team.
- * Returns MK_OK or MK_ENOMEM. */
 /* The parts of a B block when mk_blocking.parts is 0 (the default): the fewest, up to
  * MK_TEAM_PARTS_MAX, whose units still get MC rows each (a unit of p parts has about
  * panels x p / ways MR panels of rows, `ways` units of a block's rows being asked for).
@@ -255,6 +251,10 @@ static int64_t mk_team_parts(int64_t panels, int64_t ways, int64_t mc_panels)
     return p;
 }
 
+/* The shared-B team's call (nthreads > 1): B blocks for all (MK_FLOW_BUFS of them in
+ * turn for the flow of dynamic units, one for fixed shares), A and the edge buffer per
+ * thread; the flow on the pool's threads when the pool is free, else OpenMP's team.
+ * Returns MK_OK or MK_ENOMEM. */
 static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
 {
     const mk_ukernel_desc *uk = g->uk;
