@@ -124,13 +124,13 @@
 #                                      CPU (default 13)
 #   bash bench/device_cpu.sh calmalone on a calm host only: bench/threads.py alone at 1 and 16 threads,
 #                                      one process per library; the team's parts picked against 4 and MC 176
-#   bash bench/device_cpu.sh autoparts [2] issue 24: the team's parts picked per shape (parts = 0,
-#                                      the fewest whose units get MC rows) against 4, 2 and 1
-#                                      fixed, 16 threads beside numpy and PyTorch, paused; thread
-#                                      and blocking tests, bench/team_check.py (2: against 4
-#                                      only, no checks); on a calm host each library alone at 1
-#                                      and 16 threads first (typed: AMX bf16 and AVX512-BF16
-#                                      against 4 parts beside PyTorch; calm: the f32 race too)
+#   bash bench/device_cpu.sh autoparts [2|typed|mc] issue 24: the team's parts picked per shape
+#                                      (parts = 0, the fewest whose units get MC rows) against 4, 2
+#                                      and 1 fixed at 16 threads beside numpy and PyTorch, paused,
+#                                      with the thread and blocking tests and bench/team_check.py
+#                                      (2: against 4 only; typed: the bf16 tiles against 4; mc:
+#                                      MC 128 and 176); on a calm host each library alone at 1 and
+#                                      16 threads first
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -714,8 +714,10 @@ if [ "${1:-}" = calmalone ]; then
 fi
 if [ "${1:-}" = autoparts ]; then
   # issue 24 at 16 threads: the parts the driver picks (c_src/mk_team.h, mk_team_parts)
-  # against the fixed 4 of before (and 2 and 1 unless `autoparts 2`: a second call, the
-  # checks and the race against 4 only, 9 rounds); on a calm host each library alone first
+  # against fixed counts; on a calm host each library alone and the picked parts
+  # against 4 and MC 176 first. Then by $2: (none) the checks and parts 4 / 2 / 1;
+  # 2: 4 only, 9 rounds; typed: AMX bf16 and AVX512-BF16 against 4 beside PyTorch;
+  # mc: MC 128 and 176 (units of more rows) at 16 threads
   k=$(f32)
   {
     gate
@@ -723,24 +725,22 @@ if [ "${1:-}" = autoparts ]; then
     if [ "$calm" = 1 ]; then
       run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
           --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
+      race16 parts_16t_calm.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4;$k:mc=176"
     fi
-    if [ "${2:-}" = 2 ]; then
-      race16 parts_16t_run2.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4"
-    elif [ "${2:-}" = typed ]; then
-      # the typed tiles' teams pick their parts too (AMX bf16: MC 256 = 8 panels of 32)
-      for t in amx_bf16_32x32 avx512bf16_8x32; do
-        run env OMP_NUM_THREADS=16 python3 -m microkernel compare --dtype bf16 --threads 16 \
-            --kernels "$t;$t:parts=4" --sizes 1024,2048,4096 --rounds 7 --pause 0.3 \
-            --peers torch --json "$OUT/parts_16t_$t.json"
-      done
-      if [ "$calm" = 1 ]; then
-        race16 parts_16t_calm.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4;$k:mc=176"
-      fi
-    else
-      run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
-      run python3 bench/team_check.py --threads 16
-      race16 parts_16t.json 1024,2048,3072,4096 7 0.3 "$k;$k:parts=4;$k:parts=2;$k:parts=1"
-    fi
+    case "${2:-}" in
+      2) race16 parts_16t_run2.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4" ;;
+      typed)
+        for t in amx_bf16_32x32 avx512bf16_8x32; do
+          run env OMP_NUM_THREADS=16 python3 -m microkernel compare --dtype bf16 --threads 16 \
+              --kernels "$t;$t:parts=4" --sizes 1024,2048,4096 --rounds 7 --pause 0.3 \
+              --peers torch --json "$OUT/parts_16t_$t.json"
+        done ;;
+      mc) race16 mc_16t.json 1024,2048,3072,4096 9 0.3 "$k;$k:mc=128;$k:mc=176" ;;
+      *)
+        run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
+        run python3 bench/team_check.py --threads 16
+        race16 parts_16t.json 1024,2048,3072,4096 7 0.3 "$k;$k:parts=4;$k:parts=2;$k:parts=1" ;;
+    esac
   } 2>&1 | tee "$OUT/device_autoparts.log"
   exit 0
 fi
