@@ -131,6 +131,9 @@
 #                                      (2: against 4 only; typed: the bf16 tiles against 4; mc:
 #                                      MC 128 and 176); on a calm host each library alone at 1 and
 #                                      16 threads first
+#   bash bench/device_cpu.sh slab [CPU] issue 24: one thread's A slab (each KC block's A packed once
+#                                      for all NC blocks) against the loops before, one thread
+#                                      on CPUs CPU (default 5) and 9 beside numpy and PyTorch
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -742,6 +745,23 @@ if [ "${1:-}" = autoparts ]; then
         race16 parts_16t.json 1024,2048,3072,4096 7 0.3 "$k;$k:parts=4;$k:parts=2;$k:parts=1" ;;
     esac
   } 2>&1 | tee "$OUT/device_autoparts.log"
+  exit 0
+fi
+if [ "${1:-}" = slab ]; then
+  # issue 24's one-thread gap: A packed once per KC block for all the NC blocks (the A
+  # slab, c_src/mk_loops.h mk_loops_slab) against each A block packed once per NC block
+  # (MK_A_SLAB_MAX=0, the loops before), one thread on CPUs ${2:-5} and 9 beside numpy
+  # and PyTorch; the blocking tests (the slab's own among them) first
+  k=$(f32)
+  variant MK_A_SLAB_MAX=0 noslab "$k"
+  {
+    gate
+    lscpu | grep -E '^Model|cache'
+    run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py
+    for cpu in ${2:-5} 9; do
+      race1 $cpu "slab_1t_cpu$cpu.json" 2048,3072,4096 9 "$k;$k@.amxvar/noslab_$k.c"
+    done
+  } 2>&1 | tee "$OUT/device_slab.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then

@@ -80,17 +80,19 @@ static inline void mk_pack_b_panel(int64_t jp, int64_t w0, int64_t nr, int64_t n
 }
 
 /* The macro-kernel of one part of a block: mc rows of A (a: row ic, column pc) packed
- * into a_pack, then the jr loop over the packed B panels u0..u1 (b_stride apart) and
- * the ir loop over the MR panels of those rows, into C (c: row ic, column jc). */
+ * into a_pack (pack_a = 0: a_pack holds them packed already, a is not read), then the
+ * jr loop over the packed B panels u0..u1 (b_stride apart) and the ir loop over the MR
+ * panels of those rows, into C (c: row ic, column jc). */
 static inline void mk_macro(const mk_ukernel_desc *uk, int64_t mc, int64_t kc, int64_t kcp,
                             MK_TC alpha, const MK_SA *a, int64_t rs_a, int64_t cs_a,
                             const MK_TB *b_pack, int64_t b_stride, int64_t u0, int64_t u1,
                             int64_t w0, int64_t nc, const MK_TC *beta_p, MK_TC *c,
-                            int64_t rs_c, int64_t cs_c, MK_TA *a_pack, MK_TC *edge)
+                            int64_t rs_c, int64_t cs_c, MK_TA *a_pack, MK_TC *edge, int pack_a)
 {
     const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
     const int64_t mpanels = (mc + mr - 1) / mr;
-    mk_pack_a(mc, kc, kcp, a, rs_a, cs_a, mr, a_pack);
+    if (pack_a)
+        mk_pack_a(mc, kc, kcp, a, rs_a, cs_a, mr, a_pack);
     for (int64_t jp = u0; jp < u1; ++jp) {
         const int64_t j = mk_panel_col(jp, w0, nr);
         const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
@@ -204,9 +206,61 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
             for (int64_t ic = r0; ic < r1; ic += mcb)
                 mk_macro(uk, mk_min(mcb, r1 - ic), kc, kcp, alpha, a + ic * rs_a + pc * cs_a,
                          rs_a, cs_a, b_pack, b_stride, q0, q1, w0, nc, beta_p,
-                         c + ic * rs_c + jc * cs_c, rs_c, cs_c, a_pack, edge);
+                         c + ic * rs_c + jc * cs_c, rs_c, cs_c, a_pack, edge, 1);
         }
         jc += nc;
+    }
+    MK_PREFETCH_B(NULL, 0);
+    MK_THREAD_TEARDOWN();
+}
+
+/* Bytes of the A slab of mk_loops_slab for m rows and KC blocks of at most kc_blk: every
+ * MR panel of the rows, kcp deep, and the packing's slack, 64-byte rounded. */
+static inline size_t mk_slab_bytes(int64_t m, int64_t mr, int64_t kc_blk)
+{
+    return (size_t)mk_round_up(
+        (mk_round_up(m, mr) * MK_KCP(kc_blk) + MK_PACK_SLACK) * (int64_t)sizeof(MK_TA), 64);
+}
+
+/* One thread's loops (alone, or a slice's) when N spans two NC blocks or more: the pc
+ * loop outside the jc loop, and each KC block's rows of A packed once, into the A slab
+ * (mk_slab_bytes), while the first NC block's ic loop runs; the later NC blocks read
+ * the slab. mk_loops instead packs every A block again for each NC block, N / NC times,
+ * which the one-thread NC that keeps the B block in the L2 makes 4 at n = 4096 on
+ * the Sapphire Rapids host (blocking.L2_B_SHARE). Each C tile still gets its KC blocks
+ * in order from the same packed panels, so C is bit-identical to mk_loops'. The A
+ * blocks sit ic * kcp apart: each one's packing overrun (MK_PACK_SLACK) lands in the
+ * next block's space before that block is packed, and past the last in the slab's
+ * slack. */
+static void mk_loops_slab(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
+                          int64_t mc_blk, int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
+                          const MK_SA *a, int64_t rs_a, int64_t cs_a,
+                          const MK_SB *b, int64_t rs_b, int64_t cs_b, MK_TC beta,
+                          MK_TC *c, int64_t rs_c, int64_t cs_c,
+                          MK_TA *slab, MK_TB *b_pack, MK_TC *edge)
+{
+    const int64_t nr = MK_TILE_NR(uk);
+    const MK_TC one = 1;
+    MK_THREAD_SETUP();
+    const int64_t lead = mk_lead(c, rs_c, cs_c, n, nr);
+    for (int64_t pc = 0; pc < k; pc += kc_blk) {
+        const int64_t kc = mk_min(kc_blk, k - pc);
+        const MK_TC *beta_p = pc == 0 ? &beta : &one;
+        const int64_t kcp = MK_KCP(kc);
+        for (int64_t jc = 0; jc < n;) {
+            const int64_t w0 = jc == 0 ? lead : 0;
+            const int64_t nc = mk_min(w0 + nc_blk, n - jc);
+            const int64_t npanels = (w0 > 0) + (nc - w0 + nr - 1) / nr;
+            if (w0 > 0)
+                mk_pack_b(w0, kc, kcp, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
+            mk_pack_b(nc - w0, kc, kcp, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
+                      b_pack + (w0 > 0 ? nr * kcp : 0));
+            for (int64_t ic = 0; ic < m; ic += mc_blk)
+                mk_macro(uk, mk_min(mc_blk, m - ic), kc, kcp, alpha, a + ic * rs_a + pc * cs_a,
+                         rs_a, cs_a, b_pack, nr * kcp, 0, npanels, w0, nc, beta_p,
+                         c + ic * rs_c + jc * cs_c, rs_c, cs_c, slab + ic * kcp, edge, jc == 0);
+            jc += nc;
+        }
     }
     MK_PREFETCH_B(NULL, 0);
     MK_THREAD_TEARDOWN();

@@ -199,7 +199,7 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         mk_macro(uk, mk_min(chunk, m - ic), cur.kc, cur.kcp, alpha, a + ic * rs_a + cur.pc * cs_a,
                  rs_a, cs_a, b_bufs[t % MK_FLOW_BUFS], cur.b_stride, cur.npanels * part / cur.parts,
                  cur.npanels * (part + 1) / cur.parts, cur.w0, cur.nc, cur.pc == 0 ? &beta : &one,
-                 c + ic * rs_c + cur.jc * cs_c, rs_c, cs_c, a_pack, edge);
+                 c + ic * rs_c + cur.jc * cs_c, rs_c, cs_c, a_pack, edge, 1);
         __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
         __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);
     }

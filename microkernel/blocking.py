@@ -57,7 +57,7 @@ import numbers
 
 __all__ = ["Blocking", "model_blocking", "workspace_bound", "FALLBACK", "NC_CAP", "A_BLOCK_L1S",
            "WS_HUGE_MIN", "panel_bytes", "ELEMENT_BYTES", "L2_PANEL_ROW_BYTES", "TEAM_CHUNKS", "TEAM_PARTS",
-           "TEAM_PARTS_MAX",
+           "TEAM_PARTS_MAX", "A_SLAB_MAX",
            "FLOW_BUFS", "CSTAT_B_L1", "CSTAT_A_L2", "CSTAT_ACC_L2", "CSTAT_MIN_K",
            "CSTAT_MAX_B", "cstat_b_bytes", "L2_B_SHARE", "NC_L2_MIN"]
 
@@ -109,6 +109,10 @@ TEAM_CHUNKS = 2
 TEAM_PARTS = 0
 #: ... the most parts the driver picks (C: MK_TEAM_PARTS_MAX)
 TEAM_PARTS_MAX = 4
+#: The most bytes of a thread's A slab: one KC block's rows of A packed once for every NC
+#: block of a slice that spans two or more (c_src/mk_loops.h, mk_loops_slab; C:
+#: MK_A_SLAB_MAX in mk_slices.h); past it each A block is packed once per NC block.
+A_SLAB_MAX = 16 << 20
 #: B blocks the team packs into in turn (c_src/mk_team.h, MK_FLOW_BUFS): a block's
 #: packing overlaps the last units of the block before it without a barrier.
 FLOW_BUFS = 3
@@ -194,8 +198,10 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     a B block (KC x (NC + NR)) and an edge tile, or, for a module whose driver takes
     the C-stationary loops (``c_stationary``: MK_C_STATIONARY, at one thread when K
     spans several KC blocks), the whole packed B (K x N), an A row block (MC x K) and
-    the tiles of one MC x NC block of C; a team of threads shares :data:`FLOW_BUFS` B
-    blocks; each padded up to whole panels and K groups, and a buffer of at least
+    the tiles of one MC x NC block of C; a thread whose slice spans two NC blocks or
+    more also an A slab (m x KC, at most :data:`A_SLAB_MAX` bytes); a team of threads
+    shares :data:`FLOW_BUFS` B blocks; each padded up to whole panels and K groups,
+    and a buffer of at least
     :data:`WS_HUGE_MIN` bytes up to whole 2 MiB huge pages. A module that defines
     MK_B_COLSUM (``PanelLayout.colsum_b``: the s8s8 / u8u8 VNNI tiles) packs one K group
     more per KC block (driver.c, MK_KCP; mk_cstat.h, mk_cstat_kp)."""
@@ -215,9 +221,12 @@ def workspace_bound(spec, blk: Blocking, m: int, n: int, k: int, threads: int = 
     kcp = up(blk.kc, 64) + trailer
     b_block = kcp * (blk.nc + spec.nr) * sb
     per = up(blk.mc, spec.mr) * kcp * sa + b_block + 2 * (spec.mr * spec.nr * 4 + 48 * 4)
+    # the slices' A slab (mk_slices.h): the driver takes one of at most A_SLAB_MAX bytes
+    # where a slice spans two NC blocks or more
+    slab = min(up(m, spec.mr) * kcp * sa + 8 * 4 + 64, A_SLAB_MAX) if n > spec.nr else 0
     # one buffer per thread (slices), or one for the team with its MK_FLOW_BUFS = 3 B
     # blocks (the flow of dynamic units) and an A block per thread
-    return max(threads * pages(per), pages(threads * per + (FLOW_BUFS - 1) * b_block))
+    return max(threads * pages(per + slab), pages(threads * per + (FLOW_BUFS - 1) * b_block))
 
 
 def model_blocking(mr: int, nr: int, caches, a_bytes: int = S, b_bytes: int = S,

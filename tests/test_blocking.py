@@ -119,9 +119,12 @@ def test_team_chunks_default_agrees_with_the_c_mains_and_overrides_are_checked()
     header = (Path(__file__).parents[1] / "c_src" / "mk_ukernel.h").read_text()
     assert int(re.search(r"#define MK_TEAM_CHUNKS (\d+)", header)[1]) == TEAM_CHUNKS
     assert int(re.search(r"#define MK_TEAM_PARTS (\d+)", header)[1]) == TEAM_PARTS
-    from microkernel.blocking import FLOW_BUFS
+    from microkernel.blocking import FLOW_BUFS, A_SLAB_MAX
     driver = (Path(__file__).parents[1] / "c_src" / "mk_team.h").read_text()
     assert int(re.search(r"#define MK_FLOW_BUFS (\d+)", driver)[1]) == FLOW_BUFS
+    slices = (Path(__file__).parents[1] / "c_src" / "mk_slices.h").read_text()
+    shift = re.search(r"#define MK_A_SLAB_MAX \((\d+) << (\d+)\)", slices)
+    assert int(shift[1]) << int(shift[2]) == A_SLAB_MAX
     assert FALLBACK.chunks == TEAM_CHUNKS and FALLBACK.replace(chunks=0).chunks == 0
     assert FALLBACK.replace(parts=3).parts == 3
     for bad in (-1, 1.5, True):
@@ -238,3 +241,41 @@ def test_the_team_picks_the_fewest_parts_that_give_each_unit_mc_rows():
                                             ((5, 32, 1), 1), ((48, 6, 24), 3),
                                             ((48, 6, 25), 4)):
         assert lib.mk_team_parts(panels, ways, mc_panels) == want, (panels, ways, mc_panels)
+
+
+@pytest.mark.parametrize("view", ["plain", "transposed A, strided B", "column-major C"])
+def test_one_thread_packs_each_a_block_once_for_all_nc_blocks(view):
+    # the A slab (c_src/mk_loops.h, mk_loops_slab): one thread whose N spans several NC
+    # blocks packs a KC block's rows of A once, in the first NC block's ic loop, and
+    # the later NC blocks read them. N = 203 in NC blocks of 48 (5 blocks, a narrow
+    # last), K = 77 in KC blocks of 32 (3, a short last), m = 61 in MC blocks of 24 (a
+    # partial MR panel): C within the float64 bound, and bit-identical to one NC block
+    # (nc = 256: no slab), whose C tiles get the same KC blocks in the same order.
+    # Also the typed path (s8s8, exact).
+    import numpy as np
+    import microkernel as mk
+    from microkernel import validate
+    rng = np.random.default_rng(5)
+    m, n, k = 61, 203, 77
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    if view == "transposed A, strided B":
+        A = np.ascontiguousarray(A.T).T
+        B = np.repeat(B, 2, axis=0)[::2]
+    C0 = rng.standard_normal((m, n)).astype(np.float32)
+    if view == "column-major C":
+        C0 = np.asfortranarray(C0)
+    outs = []
+    for nc in (48, 256):
+        C = C0.copy(order="K")
+        mk.gemm(A, B, C, alpha=0.75, beta=-1.5, threads=1,
+                blocking={"kc": 32, "mc": 24, "nc": nc})
+        outs.append(C)
+    ref, bound = validate.reference(A, B, C0, 0.75, -1.5)
+    ok, ratio, _, detail = validate.check(outs[0], ref, bound)
+    assert ok, detail
+    assert np.array_equal(outs[0], outs[1])
+    Ai = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    Bi = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    Ci = mk.gemm(Ai, Bi, threads=1, blocking={"kc": 32, "mc": 24, "nc": 48})
+    assert np.array_equal(Ci.astype(np.int64), Ai.astype(np.int64) @ Bi.astype(np.int64))
