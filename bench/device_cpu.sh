@@ -701,19 +701,9 @@ if [ "${1:-}" = rulecheck ]; then
   exit 0
 fi
 if [ "${1:-}" = calmalone ]; then
-  # issue 24's alone bars, short: on a calm host only, each library alone in one process
-  # at 1 and 16 threads (bench/threads.py), then the team's picked parts against 4
-  k=$(f32)
-  {
-    gate
-    lscpu | grep -E '^Model|cache'
-    if [ "$calm" = 1 ]; then
-      run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
-          --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
-      race16 parts_16t_calm.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4;$k:mc=176"
-    fi
-  } 2>&1 | tee "$OUT/device_calmalone.log"
-  exit 0
+  # issue 24's alone bars, short: autoparts' calm-host steps only (each library alone at
+  # 1 and 16 threads, the team's picked parts against 4 and MC 176), nothing on a busy host
+  set -- autoparts calm
 fi
 if [ "${1:-}" = autoparts ]; then
   # issue 24 at 16 threads: the parts the driver picks (c_src/mk_team.h, mk_team_parts)
@@ -739,6 +729,7 @@ if [ "${1:-}" = autoparts ]; then
               --peers torch --json "$OUT/parts_16t_$t.json"
         done ;;
       mc) race16 mc_16t.json 1024,2048,3072,4096 9 0.3 "$k;$k:mc=128;$k:mc=176" ;;
+      calm) ;;                                      # calmalone: the calm-host steps only
       *)
         run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
         run python3 bench/team_check.py --threads 16
