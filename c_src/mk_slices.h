@@ -1,8 +1,8 @@
 /* The slice decomposition (one or two threads by default; driver.c).
  * Part of the one GEMM driver, included by driver.c only, in its order (not a header
  * of its own).
- * Uses: mk_call, mk_loops, mk_loops_slab, mk_slab_bytes, mk_alone (mk_loops.h), mk_ws_get (mk_workspace.h),
- * mk_pool_run (mk_pool.h). Gives mk_run_slices. */
+ * Uses: mk_call, mk_loops, mk_loops_slab, mk_slab_bytes, mk_alone (mk_loops.h),
+ * mk_ws_get (mk_workspace.h), mk_pool_run (mk_pool.h). Gives mk_run_slices. */
 
 /* A slice job: slice i of `slices` is units [units * i / slices, units * (i + 1) /
  * slices) of whole NR panels of N (split_n) or MR panels of M. */
