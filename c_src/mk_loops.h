@@ -79,6 +79,18 @@ static inline void mk_pack_b_panel(int64_t jp, int64_t w0, int64_t nr, int64_t n
     mk_pack_b(mk_panel_width(jp, w0, nr, nc), kc, kcp, b + j * cs_b, cs_b, rs_b, nr, dst);
 }
 
+/* One thread's whole KC x NC block of B (b: row pc, column jc) into b_pack, NR panels
+ * nr * kcp apart: the narrow first panel of w0 columns (MK_C_ALIGN's lead; 0: none)
+ * on its own, then the rest. */
+static inline void mk_pack_b_block(int64_t w0, int64_t nc, int64_t kc, int64_t kcp,
+                                   const MK_SB *b, int64_t rs_b, int64_t cs_b, int64_t nr,
+                                   MK_TB *b_pack)
+{
+    if (w0 > 0)
+        mk_pack_b(w0, kc, kcp, b, cs_b, rs_b, nr, b_pack);
+    mk_pack_b(nc - w0, kc, kcp, b + w0 * cs_b, cs_b, rs_b, nr, b_pack + (w0 > 0 ? nr * kcp : 0));
+}
+
 /* The macro-kernel of one part of a block: mc rows of A (a: row ic, column pc) packed
  * into a_pack (pack_a = 0: a_pack holds them packed already, a is not read), then the
  * jr loop over the packed B panels u0..u1 (b_stride apart) and the ir loop over the MR
@@ -198,10 +210,7 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                                     b_pack + jp * b_stride);
 #pragma omp barrier
             } else {
-                if (w0 > 0)
-                    mk_pack_b(w0, kc, kcp, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
-                mk_pack_b(nc - w0, kc, kcp, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
-                          b_pack + (w0 > 0 ? nr * kcp : 0));
+                mk_pack_b_block(w0, nc, kc, kcp, b + pc * rs_b + jc * cs_b, rs_b, cs_b, nr, b_pack);
             }
             for (int64_t ic = r0; ic < r1; ic += mcb)
                 mk_macro(uk, mk_min(mcb, r1 - ic), kc, kcp, alpha, a + ic * rs_a + pc * cs_a,
@@ -251,10 +260,7 @@ static void mk_loops_slab(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
             const int64_t w0 = jc == 0 ? lead : 0;
             const int64_t nc = mk_min(w0 + nc_blk, n - jc);
             const int64_t npanels = (w0 > 0) + (nc - w0 + nr - 1) / nr;
-            if (w0 > 0)
-                mk_pack_b(w0, kc, kcp, b + pc * rs_b + jc * cs_b, cs_b, rs_b, nr, b_pack);
-            mk_pack_b(nc - w0, kc, kcp, b + pc * rs_b + (jc + w0) * cs_b, cs_b, rs_b, nr,
-                      b_pack + (w0 > 0 ? nr * kcp : 0));
+            mk_pack_b_block(w0, nc, kc, kcp, b + pc * rs_b + jc * cs_b, rs_b, cs_b, nr, b_pack);
             for (int64_t ic = 0; ic < m; ic += mc_blk)
                 mk_macro(uk, mk_min(mc_blk, m - ic), kc, kcp, alpha, a + ic * rs_a + pc * cs_a,
                          rs_a, cs_a, b_pack, nr * kcp, 0, npanels, w0, nc, beta_p,
