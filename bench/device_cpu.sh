@@ -134,6 +134,13 @@
 #   bash bench/device_cpu.sh slab [CPU] issue 24: one thread's A slab (each KC block's A packed once
 #                                      for all NC blocks) against the loops before, one thread
 #                                      on CPUs CPU (default 5) and 9 beside numpy and PyTorch
+#   bash bench/device_cpu.sh home [2|check] issue 24 at 16 threads: the flow's units taken by their
+#                                      home thread first (the default, MK_FLOW_HOME 1 in
+#                                      c_src/mk_team.h) against one counter (MK_FLOW_HOME=0)
+#                                      beside numpy and PyTorch, paused; on a calm host each
+#                                      library alone at 1 and 16 threads first (2: 11 rounds;
+#                                      check: the thread tests, bench/team_check.py, the bf16
+#                                      tiles against their counter builds too)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -753,6 +760,41 @@ if [ "${1:-}" = slab ]; then
       race1 $cpu "slab_1t_cpu$cpu.json" 2048,3072,4096 9 "$k;$k@.amxvar/noslab_$k.c"
     done
   } 2>&1 | tee "$OUT/device_slab.log"
+  exit 0
+fi
+if [ "${1:-}" = home ]; then
+  # issue 24 at 16 threads: the flow's units taken by their home thread first (the default
+  # since session 59, MK_FLOW_HOME 1 in c_src/mk_team.h: a unit's C tiles stay in one L2
+  # across the KC blocks) against one counter handing them out in order (MK_FLOW_HOME=0,
+  # the flow before). Its first form (session 59's first two calls, the tree's default
+  # then the counter) raced the home variant and a prefetchw one against it.
+  # (none): on a calm host each library alone at 1 and 16 threads; f32 9 rounds.
+  # 2: f32 11 rounds. check: the thread and blocking tests, bench/team_check.py at 16
+  # threads, AMX bf16 and AVX512-BF16 against their counter builds beside PyTorch, f32.
+  k=$(f32)
+  variant MK_FLOW_HOME=0 counter "$k"
+  {
+    gate
+    lscpu | grep -E '^Model|cache'
+    if [ "$calm" = 1 ]; then
+      run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
+          --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
+    fi
+    case "${2:-}" in
+      2) race16 "home2_16t_calm$calm.json" 1024,2048,3072,4096 11 0.3 "$k;$k@.amxvar/counter_$k.c" ;;
+      check)
+        run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
+        run python3 bench/team_check.py --threads 16
+        for t in amx_bf16_32x32 avx512bf16_8x32; do
+          variant MK_FLOW_HOME=0 counter "$t"
+          run env OMP_NUM_THREADS=16 python3 -m microkernel compare --dtype bf16 --threads 16 \
+              --kernels "$t;$t@.amxvar/counter_$t.c" --sizes 1024,2048,4096 --rounds 7 \
+              --pause 0.3 --peers torch --json "$OUT/home_16t_$t.json"
+        done
+        race16 "home3_16t_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/counter_$k.c" ;;
+      *) race16 "home_16t_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/counter_$k.c" ;;
+    esac
+  } 2>&1 | tee "$OUT/device_home.log"
   exit 0
 fi
 if [ "${1:-}" = amxfinal ]; then

@@ -55,7 +55,7 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
 /* ---- the team's flow: dynamic units without a barrier per block ----------------------
  *
  * The default team (a grid of one column, blk->chunks > 0). Its work is a list of
- * items that every thread takes from one counter, in order, until none is left:
+ * items, handed out in order (MK_FLOW_HOME below says how) until none is left:
  *
  *   the pieces of block 0's B;  then for each block t = 0, 1, ..., T - 1 (the KC x NC
  *   blocks in the jc, pc order of the loops):  the pieces of block t + 1's B, then the
@@ -86,6 +86,23 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
 #error "MK_FLOW_BUFS: at least 2 B buffers (3 let a block's packing overlap the tail of the one before the last)"
 #endif
 
+/* How the units of a block are handed out. MK_FLOW_HOME 1 (the default since session 59,
+ * 2026-12-06): each thread first takes its own units of the block (u = self, self + nt,
+ * ...; self is its pool slot or OpenMP thread number), the same ones in every KC block,
+ * so that the C tiles it adds each KC block to stay in its own L2 instead of moving
+ * between cores; then any unit still free, from the last (a thread of the call that has
+ * not started, or runs slowly, has its units taken that way). A thread goes on to block
+ * t + 1 only when every piece of block t + 1 and every unit of block t has been handed
+ * out, so every wait is still on an item handed out earlier. Raced against 0 at 16
+ * threads on the Sapphire Rapids host: +1.5 [-0.2, +7.5] % and +1.3 [+0.9, +4.9] % over
+ * n = 1024-4096 (bench/results/sapphire-rapids/threads_home/). MK_FLOW_HOME 0: one
+ * counter hands out the whole list in its order, whoever comes takes the next item (the
+ * flow until then; kept for such races, and tests/test_threads.py checks that both give
+ * the same C bit for bit). */
+#ifndef MK_FLOW_HOME
+#define MK_FLOW_HOME 1
+#endif
+
 /* Unit u of block t, when finished, writes t into done[t % MK_FLOW_RING][u] (-1
  * before). The slot is next written by unit u of block t + MK_FLOW_RING, which runs
  * only after every unit of block t + MK_FLOW_RING - MK_FLOW_BUFS has finished (its B
@@ -102,6 +119,8 @@ typedef struct {
     int64_t units;      /* the most units of a block */
     int64_t blocks;     /* T */
     int64_t lead;       /* C's columns before its first MK_C_ALIGN boundary (mk_lead) */
+    int64_t *taken;     /* [T] MK_FLOW_HOME: pieces of block t handed out */
+    unsigned char *claimed; /* [T][units] MK_FLOW_HOME: unit u of block t handed out */
 } mk_flow;
 
 /* Block t of the flow: its place (jc, nc, w0, pc, kc, kcp) and its item counts. */
@@ -148,13 +167,68 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
                           const MK_SB *b, int64_t rs_b, int64_t cs_b, MK_TC beta,
                           MK_TC *c, int64_t rs_c, int64_t cs_c,
                           MK_TA *a_pack, MK_TB *const b_bufs[MK_FLOW_BUFS], MK_TC *edge,
-                          int nt, int64_t chunk, int64_t parts, mk_flow *fl)
+                          int nt, int self, int64_t chunk, int64_t parts, mk_flow *fl)
 {
     const int64_t nr = MK_TILE_NR(uk);
     const MK_TC one = 1;
     MK_THREAD_SETUP();
     const int64_t row_chunks = (m + chunk - 1) / chunk, T = fl->blocks;
 #define MK_FLOW_AT(t) mk_flow_at(t, n, k, nc_blk, kc_blk, fl->lead, nr, row_chunks, parts, nt)
+    /* piece `off` of block tb (described by `nb`): pack its share of the block's B panels
+     * once the buffer's last reader, block tb - MK_FLOW_BUFS, is done */
+#define MK_FLOW_PIECE(tb, nb, off)                                                               \
+    do {                                                                                        \
+        if ((tb) >= MK_FLOW_BUFS) {                                                             \
+            const mk_flow_block old_ = MK_FLOW_AT((tb) - MK_FLOW_BUFS);                         \
+            mk_flow_wait(&fl->finished[(tb) - MK_FLOW_BUFS], old_.units);                       \
+        }                                                                                       \
+        MK_TB *dst_ = b_bufs[(tb) % MK_FLOW_BUFS];                                              \
+        for (int64_t jp = (nb).npanels * (off) / (nb).pieces;                                   \
+             jp < (nb).npanels * ((off) + 1) / (nb).pieces; ++jp)                               \
+            mk_pack_b_panel(jp, (nb).w0, nr, (nb).nc, (nb).kc, (nb).kcp,                        \
+                            b + (nb).pc * rs_b + (nb).jc * cs_b, rs_b, cs_b, dst_ + jp * (nb).b_stride); \
+        __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);                               \
+    } while (0)
+    /* unit u of block t (described by `cb`): once its B pieces are packed and its C tiles'
+     * previous KC block is added, its rows of A packed and its part of the B block */
+#define MK_FLOW_UNIT(t, cb, u)                                                                  \
+    do {                                                                                        \
+        mk_flow_wait(&fl->packed[t], (cb).pieces);                                              \
+        if ((cb).pc > 0)                                                                        \
+            mk_flow_wait(&fl->done[((t) - 1) % MK_FLOW_RING * fl->units + (u)], (t) - 1);       \
+        const int64_t part_ = (u) / row_chunks, ic_ = (u) % row_chunks * chunk;                 \
+        mk_macro(uk, mk_min(chunk, m - ic_), (cb).kc, (cb).kcp, alpha,                          \
+                 a + ic_ * rs_a + (cb).pc * cs_a, rs_a, cs_a, b_bufs[(t) % MK_FLOW_BUFS],       \
+                 (cb).b_stride, (cb).npanels * part_ / (cb).parts,                              \
+                 (cb).npanels * (part_ + 1) / (cb).parts, (cb).w0, (cb).nc,                     \
+                 (cb).pc == 0 ? &beta : &one, c + ic_ * rs_c + (cb).jc * cs_c, rs_c, cs_c,      \
+                 a_pack, edge, 1);                                                              \
+        __atomic_store_n(&fl->done[(t) % MK_FLOW_RING * fl->units + (u)], (t), __ATOMIC_RELEASE); \
+        __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);                              \
+    } while (0)
+#if MK_FLOW_HOME
+    for (int64_t t = -1; t < T; ++t) {
+        /* segment t: the pieces of block t + 1, then the units of block t */
+        if (t + 1 < T) {
+            const mk_flow_block nxt = MK_FLOW_AT(t + 1);
+            for (int64_t off; (off = __atomic_fetch_add(&fl->taken[t + 1], 1, __ATOMIC_RELAXED)) < nxt.pieces;)
+                MK_FLOW_PIECE(t + 1, nxt, off);
+        }
+        if (t < 0)
+            continue;
+        const mk_flow_block cur = MK_FLOW_AT(t);
+        unsigned char *cl = fl->claimed + t * fl->units;
+        for (int64_t u = self; u < cur.units; u += nt)        /* this thread's own units */
+            if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
+                !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
+                MK_FLOW_UNIT(t, cur, u);
+        for (int64_t u = cur.units - 1; u >= 0; --u)          /* then any still free */
+            if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
+                !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
+                MK_FLOW_UNIT(t, cur, u);
+    }
+#else
+    (void)self;
     /* this thread's place in the list: segment t (-1: block 0's pieces) starts at item
      * base; cur is block t, nxt block t + 1 (pieces 0 past the last block) */
     int64_t t = -1, base = 0;
@@ -177,32 +251,14 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         if (t == T)
             break;
         const int64_t off = item - base;
-        if (off < nxt.pieces) {                     /* a piece of block t + 1's B */
-            const int64_t tb = t + 1;
-            if (tb >= MK_FLOW_BUFS) {               /* the buffer's last reader is done */
-                const mk_flow_block old = MK_FLOW_AT(tb - MK_FLOW_BUFS);
-                mk_flow_wait(&fl->finished[tb - MK_FLOW_BUFS], old.units);
-            }
-            MK_TB *dst = b_bufs[tb % MK_FLOW_BUFS];
-            for (int64_t jp = nxt.npanels * off / nxt.pieces; jp < nxt.npanels * (off + 1) / nxt.pieces; ++jp)
-                mk_pack_b_panel(jp, nxt.w0, nr, nxt.nc, nxt.kc, nxt.kcp,
-                                b + nxt.pc * rs_b + nxt.jc * cs_b, rs_b, cs_b, dst + jp * nxt.b_stride);
-            __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);
-            continue;
-        }
-        /* a unit of block t */
-        const int64_t u = off - nxt.pieces;
-        mk_flow_wait(&fl->packed[t], cur.pieces);
-        if (cur.pc > 0)                             /* its C tiles' previous KC block */
-            mk_flow_wait(&fl->done[(t - 1) % MK_FLOW_RING * fl->units + u], t - 1);
-        const int64_t part = u / row_chunks, ic = u % row_chunks * chunk;
-        mk_macro(uk, mk_min(chunk, m - ic), cur.kc, cur.kcp, alpha, a + ic * rs_a + cur.pc * cs_a,
-                 rs_a, cs_a, b_bufs[t % MK_FLOW_BUFS], cur.b_stride, cur.npanels * part / cur.parts,
-                 cur.npanels * (part + 1) / cur.parts, cur.w0, cur.nc, cur.pc == 0 ? &beta : &one,
-                 c + ic * rs_c + cur.jc * cs_c, rs_c, cs_c, a_pack, edge, 1);
-        __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
-        __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);
+        if (off < nxt.pieces)                       /* a piece of block t + 1's B */
+            MK_FLOW_PIECE(t + 1, nxt, off);
+        else                                        /* a unit of block t */
+            MK_FLOW_UNIT(t, cur, off - nxt.pieces);
     }
+#endif
+#undef MK_FLOW_UNIT
+#undef MK_FLOW_PIECE
 #undef MK_FLOW_AT
     MK_PREFETCH_B(NULL, 0);
     MK_THREAD_TEARDOWN();
@@ -228,7 +284,7 @@ static void mk_flow_job_run(void *arg, int slot)
     const mk_call *g = &j->g;
     mk_loops_flow(g->uk, g->m, g->n, g->k, g->nc_blk, g->kc_blk, g->alpha, g->a, g->rs_a, g->cs_a,
                   g->b, g->rs_b, g->cs_b, g->beta, g->c, g->rs_c, g->cs_c, (MK_TA *)mine, j->b_bufs,
-                  (MK_TC *)(mine + j->a_bytes), j->nt, j->chunk, j->parts, j->fl);
+                  (MK_TC *)(mine + j->a_bytes), j->nt, slot, j->chunk, j->parts, j->fl);
 }
 #endif
 
@@ -285,19 +341,26 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
     const int64_t want = blk->parts > 0 ? blk->parts : mk_team_parts(panels, ways, mc_blk / mr);
     const int64_t parts = mk_min(want, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
     const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
-    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0};
+    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0, NULL, NULL};
     int64_t *counts = NULL;
     if (flow) {
         fl.lead = mk_lead(g->c, g->rs_c, g->cs_c, n, nr);
         fl.blocks = mk_flow_blocks(n, k, nc_blk, kc_blk, fl.lead);
         const int64_t T = fl.blocks;
         fl.units = (m + chunk - 1) / chunk * parts;
-        counts = (int64_t *)calloc((size_t)(2 * T + MK_FLOW_RING * fl.units), sizeof *counts);
+        /* packed, finished, done; with MK_FLOW_HOME taken and the claimed bytes after */
+        const size_t words = (size_t)(2 * T + MK_FLOW_RING * fl.units) +
+                             (MK_FLOW_HOME ? (size_t)T + ((size_t)(T * fl.units) + 7) / 8 : 0);
+        counts = (int64_t *)calloc(words, sizeof *counts);
         if (!counts)
             return MK_ENOMEM;
         fl.packed = counts;
         fl.finished = counts + T;
         fl.done = counts + 2 * T;
+        if (MK_FLOW_HOME) {
+            fl.taken = counts + 2 * T + MK_FLOW_RING * fl.units;
+            fl.claimed = (unsigned char *)(fl.taken + T);
+        }
         for (int64_t u = 0; u < MK_FLOW_RING * fl.units; ++u)
             fl.done[u] = -1;
     }
@@ -324,7 +387,7 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
         if (flow) {
             mk_loops_flow(uk, m, n, k, nc_blk, kc_blk, g->alpha, g->a, g->rs_a, g->cs_a, g->b,
                           g->rs_b, g->cs_b, g->beta, g->c, g->rs_c, g->cs_c, (MK_TA *)mine, b_bufs,
-                          (MK_TC *)(mine + a_bytes), nt, chunk, parts, &fl);
+                          (MK_TC *)(mine + a_bytes), nt, t, chunk, parts, &fl);
         } else {
             /* a team smaller than asked (OMP_THREAD_LIMIT, nesting) gets its own grid */
             int gtm = tm, gtn = tn;

@@ -196,6 +196,39 @@ def test_the_team_flow_adds_each_tiles_kc_blocks_in_order():
         assert np.array_equal(C.view(np.uint32), first.view(np.uint32))
 
 
+def test_home_units_and_one_counter_give_the_same_bits(tmp_path):
+    """The flow's units taken by their home thread first, then stolen (MK_FLOW_HOME 1,
+    the default, c_src/mk_team.h), and handed out by one counter in order (MK_FLOW_HOME
+    0, the same driver built with it, as a kernel variant): on 3-7 threads, more than
+    this machine's cores, each within the float64 bound and both bit for bit the same
+    (the units and each tile's KC order do not depend on who takes them)."""
+    import numpy as np
+    import microkernel as mk
+    from microkernel import validate
+    from microkernel.build import c_src_dir
+    if os.environ.get("MICROKERNEL_THREADING", "team") != "team":
+        pytest.skip("MICROKERNEL_THREADING forces another decomposition")
+    name = mk.kernels()[0]
+    src = tmp_path / f"counter_{name}.c"
+    src.write_text("#define MK_FLOW_HOME 0\n" + (c_src_dir() / "ukernels" / f"{name}.c").read_text())
+    home, counter = mk.get_kernel(name), mk.get_kernel(name, source=src)
+    rng = np.random.default_rng(13)
+    for threads, (m, n, k) in [(3, (200, 250, 300)), (5, (131, 97, 260)), (7, (61, 300, 45)),
+                               (4, (300, 40, 129))]:
+        A = rng.standard_normal((m, k)).astype(np.float32)
+        B = rng.standard_normal((k, n)).astype(np.float32)
+        C0 = rng.standard_normal((m, n)).astype(np.float32)
+        ref, bound = validate.reference(A, B, C0, 1.0, 0.5)
+        outs = []
+        for kern in (home, counter):
+            C = C0.copy()
+            mk.gemm(A, B, C, beta=0.5, threads=threads, kernel=kern,
+                    blocking={"kc": 16, "mc": 24, "nc": 48})
+            assert validate.check(C, ref, bound)[0], (kern.label, threads, m, n, k)
+            outs.append(C.view(np.uint32))
+        assert np.array_equal(*outs), (threads, m, n, k)
+
+
 POOL_SCRIPT = textwrap.dedent("""
     import json, os, sys, threading, numpy as np, microkernel as mk
     from microkernel import validate
