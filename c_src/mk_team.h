@@ -94,8 +94,8 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  * not started, or runs slowly, has its units taken that way). A thread goes on to block
  * t + 1 only when every piece of block t + 1 and every unit of block t has been handed
  * out, so every wait is still on an item handed out earlier. Raced against 0 at 16
- * threads on the Sapphire Rapids host: +1.5 [-0.2, +7.5] % and +1.3 [+0.9, +4.9] % over
- * n = 1024-4096 (bench/results/sapphire-rapids/threads_home/). MK_FLOW_HOME 0: one
+ * threads on the lent machines' hosts: +1.5 [-0.2, +7.5] %, +1.3 [+0.9, +4.9] % and a
+ * tie (+1.1 [-1.0, +2.9] %) over n = 1024-4096 (bench/results/sapphire-rapids/threads_home/). MK_FLOW_HOME 0: one
  * counter hands out the whole list in its order, whoever comes takes the next item (the
  * flow until then; kept for such races, and tests/test_threads.py checks that both give
  * the same C bit for bit). */
