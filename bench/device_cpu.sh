@@ -767,7 +767,9 @@ if [ "${1:-}" = home ]; then
   # since session 59, MK_FLOW_HOME 1 in c_src/mk_team.h: a unit's C tiles stay in one L2
   # across the KC blocks) against one counter handing them out in order (MK_FLOW_HOME=0,
   # the flow before). Its first form (session 59's first two calls, the tree's default
-  # then the counter) raced the home variant and a prefetchw one against it.
+  # then the counter) raced the home variant and a prefetchw one against it; a `ranges`
+  # form (calls 4-5, when the home units were a stride, u = slot + i x threads) raced
+  # today's contiguous ranges, as MK_FLOW_HOME=2, against that stride and the counter.
   # (none): on a calm host each library alone at 1 and 16 threads; f32 9 rounds.
   # 2: f32 11 rounds. check: the thread and blocking tests, bench/team_check.py at 16
   # threads, AMX bf16 and AVX512-BF16 against their counter builds beside PyTorch, f32.

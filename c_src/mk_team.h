@@ -87,18 +87,23 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
 #endif
 
 /* How the units of a block are handed out. MK_FLOW_HOME 1 (the default since session 59,
- * 2026-12-06): each thread first takes its own units of the block (u = self, self + nt,
- * ...; self is its pool slot or OpenMP thread number), the same ones in every KC block,
- * so that the C tiles it adds each KC block to stay in its own L2 instead of moving
- * between cores; then any unit still free, from the last (a thread of the call that has
- * not started, or runs slowly, has its units taken that way). A thread goes on to block
- * t + 1 only when every piece of block t + 1 and every unit of block t has been handed
- * out, so every wait is still on an item handed out earlier. Raced against 0 at 16
- * threads on the lent machines' hosts: +1.5 [-0.2, +7.5] %, +1.3 [+0.9, +4.9] % and a
- * tie (+1.1 [-1.0, +2.9] %) over n = 1024-4096 (bench/results/sapphire-rapids/threads_home/). MK_FLOW_HOME 0: one
- * counter hands out the whole list in its order, whoever comes takes the next item (the
- * flow until then; kept for such races, and tests/test_threads.py checks that both give
- * the same C bit for bit). */
+ * 2026-12-06): each thread first takes its own units of the block, a contiguous range
+ * (units x self / nt up to units x (self + 1) / nt; self is its pool slot or OpenMP
+ * thread number), the same ones in every KC block, then any unit still free, from the
+ * last (a thread of the call that has not started, or runs slowly, has its units taken
+ * that way). So the C tiles a thread adds each KC block to stay in its own L2 instead of
+ * moving between cores, and its units, neighbours in the part-major order, mostly read
+ * one part of the B block, which its L2 then keeps from one unit to the next where it
+ * fits (the parts of n = 1024-2048 at 16 threads). A thread goes on to block t + 1 only
+ * when every piece of block t + 1 and every unit of block t has been handed out, so
+ * every wait is still on an item handed out earlier. Raced at 16 threads on the lent
+ * machines' hosts (bench/results/sapphire-rapids/threads_home/): home units of a stride
+ * (u = self, self + nt, ...) against 0, +1.5 [-0.2, +7.5] %, +1.3 [+0.9, +4.9] % and a
+ * tie over n = 1024-4096; the ranges against the stride +1.3 [+0.3, +3.5] % and a tie
+ * (+0.5 [-0.3, +1.2] %), +1.6 and +1.7 % at 1024 (8 and 9 of 9 rounds). MK_FLOW_HOME 0:
+ * one counter hands out the whole list in its order, whoever comes takes the next item
+ * (the flow until then; kept for such races, and tests/test_threads.py checks that both
+ * give the same C bit for bit). */
 #ifndef MK_FLOW_HOME
 #define MK_FLOW_HOME 1
 #endif
@@ -218,7 +223,8 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
             continue;
         const mk_flow_block cur = MK_FLOW_AT(t);
         unsigned char *cl = fl->claimed + t * fl->units;
-        for (int64_t u = self; u < cur.units; u += nt)        /* this thread's own units */
+        /* this thread's own units: a contiguous range, mostly of one part of the B block */
+        for (int64_t u = cur.units * self / nt; u < cur.units * (self + 1) / nt; ++u)
             if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
                 !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
                 MK_FLOW_UNIT(t, cur, u);

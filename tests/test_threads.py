@@ -197,11 +197,12 @@ def test_the_team_flow_adds_each_tiles_kc_blocks_in_order():
 
 
 def test_home_units_and_one_counter_give_the_same_bits(tmp_path):
-    """The flow's units taken by their home thread first, then stolen (MK_FLOW_HOME 1,
-    the default, c_src/mk_team.h), and handed out by one counter in order (MK_FLOW_HOME
-    0, the same driver built with it, as a kernel variant): on 3-7 threads, more than
-    this machine's cores, each within the float64 bound and both bit for bit the same
-    (the units and each tile's KC order do not depend on who takes them)."""
+    """The flow's units taken by their home thread first (a contiguous range per thread),
+    then stolen (MK_FLOW_HOME 1, the default, c_src/mk_team.h), and handed out by one
+    counter in order (MK_FLOW_HOME 0, the same driver built with it, as a kernel
+    variant): on 3-7 threads, more than this machine's cores, each within the float64
+    bound and both bit for bit the same (the units and each tile's KC order do not
+    depend on who takes them)."""
     import numpy as np
     import microkernel as mk
     from microkernel import validate
