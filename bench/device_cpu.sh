@@ -140,7 +140,8 @@
 #                                      beside numpy and PyTorch, paused; on a calm host each
 #                                      library alone at 1 and 16 threads first (2: 11 rounds;
 #                                      check: the thread tests, bench/team_check.py, the bf16
-#                                      tiles against their counter builds too)
+#                                      tiles against their counter builds too; verify: the
+#                                      tests and team check only)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -784,6 +785,9 @@ if [ "${1:-}" = home ]; then
     fi
     case "${2:-}" in
       2) race16 "home2_16t_calm$calm.json" 1024,2048,3072,4096 11 0.3 "$k;$k@.amxvar/counter_$k.c" ;;
+      verify)
+        run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
+        run python3 bench/team_check.py --threads 16 ;;
       check)
         run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
         run python3 bench/team_check.py --threads 16
