@@ -100,7 +100,8 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  * machines' hosts (bench/results/sapphire-rapids/threads_home/): home units of a stride
  * (u = self, self + nt, ...) against 0, +1.5 [-0.2, +7.5] %, +1.3 [+0.9, +4.9] % and a
  * tie over n = 1024-4096; the ranges against the stride +1.3 [+0.3, +3.5] % and a tie
- * (+0.5 [-0.3, +1.2] %), +1.6 and +1.7 % at 1024 (8 and 9 of 9 rounds). MK_FLOW_HOME 0:
+ * (+0.5 [-0.3, +1.2] %), +1.6 and +1.7 % at 1024 (8 and 9 of 9 rounds), and against 0
+ * in the same rounds +0.8 [+0.5, +2.5] % and +0.6 [+0.1, +1.3] %. MK_FLOW_HOME 0:
  * one counter hands out the whole list in its order, whoever comes takes the next item
  * (the flow until then; kept for such races, and tests/test_threads.py checks that both
  * give the same C bit for bit). */
