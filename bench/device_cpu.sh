@@ -134,7 +134,7 @@
 #   bash bench/device_cpu.sh slab [CPU] issue 24: one thread's A slab (each KC block's A packed once
 #                                      for all NC blocks) against the loops before, one thread
 #                                      on CPUs CPU (default 5) and 9 beside numpy and PyTorch
-#   bash bench/device_cpu.sh home [2|check] issue 24 at 16 threads: the flow's units taken by their
+#   bash bench/device_cpu.sh home [2|check|verify] issue 24 at 16 threads: the flow's units taken by their
 #                                      home thread first (the default, MK_FLOW_HOME 1 in
 #                                      c_src/mk_team.h) against one counter (MK_FLOW_HOME=0)
 #                                      beside numpy and PyTorch, paused; on a calm host each
@@ -772,8 +772,9 @@ if [ "${1:-}" = home ]; then
   # form (calls 4-5, when the home units were a stride, u = slot + i x threads) raced
   # today's contiguous ranges, as MK_FLOW_HOME=2, against that stride and the counter.
   # (none): on a calm host each library alone at 1 and 16 threads; f32 9 rounds.
-  # 2: f32 11 rounds. check: the thread and blocking tests, bench/team_check.py at 16
-  # threads, AMX bf16 and AVX512-BF16 against their counter builds beside PyTorch, f32.
+  # 2: f32 11 rounds. verify: the thread and blocking tests, bench/team_check.py at 16
+  # threads. check: those, then AMX bf16 and AVX512-BF16 against their counter builds
+  # beside PyTorch, then f32.
   k=$(f32)
   variant MK_FLOW_HOME=0 counter "$k"
   {
@@ -785,12 +786,10 @@ if [ "${1:-}" = home ]; then
     fi
     case "${2:-}" in
       2) race16 "home2_16t_calm$calm.json" 1024,2048,3072,4096 11 0.3 "$k;$k@.amxvar/counter_$k.c" ;;
-      verify)
-        run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
-        run python3 bench/team_check.py --threads 16 ;;
-      check)
+      check|verify)
         run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
         run python3 bench/team_check.py --threads 16
+        [ "$2" = verify ] && exit 0
         for t in amx_bf16_32x32 avx512bf16_8x32; do
           variant MK_FLOW_HOME=0 counter "$t"
           run env OMP_NUM_THREADS=16 python3 -m microkernel compare --dtype bf16 --threads 16 \
