@@ -177,7 +177,8 @@ race16() {
 }
 # gate: numpy's GFLOP/s at 16 threads and n = 4096 (5 calls) printed, and calm=1 where
 # it reads at least 2,000 (a calm host: 2,417-2,505 in sessions 55-56; a busy one
-# 836-1,262), else calm=0. Run it first, before this call loads the host itself.
+# 836-1,262), else calm=0; then the host's CPU model and caches (two models come, their
+# numpy figures not comparable). Run it first, before this call loads the host itself.
 gate() {
   local g
   g=$(OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -c 'import numpy as np, time
@@ -186,6 +187,19 @@ t = time.perf_counter(); [np.matmul(a, a, out=c) for _ in range(5)]
 print(int(5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))')
   echo "numpy 16 threads at 4096: $g GFLOP/s"
   if [ "$g" -ge 2000 ]; then calm=1; else calm=0; echo "a busy host: the calm-host steps are skipped"; fi
+  lscpu | grep -E '^Model|cache'
+}
+# team_checks: the blocking and thread tests, then bench/team_check.py at 16 threads
+team_checks() {
+  run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
+  run python3 bench/team_check.py --threads 16
+}
+# alone: on a calm host (after gate), each library alone in its own process at 1 and 16
+# threads, n = 1024-4096 (bench/threads.py): issue 24's alone bars
+alone() {
+  [ "$calm" = 1 ] || return 0
+  run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
+      --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
 }
 # race1 CPU JSON SIZES ROUNDS CONTENDERS: `microkernel compare` of f32 contenders at one
 # thread pinned to CPU, numpy and PyTorch (one thread each) in the same rounds
@@ -397,8 +411,7 @@ if [ "${1:-}" = flow ]; then
   # .amxvar/driver_REV`) at 16 and 4 threads
   rev=${2:-8a2f1fb}
   {
-    run python3 bench/team_check.py --threads 16
-    run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py tests/test_blocking.py
+    team_checks
     run env OMP_NUM_THREADS=16 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
         --kernel "$(f32)" --threads 16 --sizes 1024,2048,4096 --rounds 9 --json "$OUT/flow_f32_16t.json"
     run env OMP_NUM_THREADS=4 python3 bench/driver_ab.py --rev $rev --c-src .amxvar/driver_$rev \
@@ -540,8 +553,7 @@ fi
 if [ "${1:-}" = teamcheck ]; then
   # correctness of the team's units with the AVX-512 default at 16 threads
   {
-    run python3 bench/team_check.py --threads 16
-    run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py tests/test_blocking.py
+    team_checks
   } 2>&1 | tee "$OUT/device_teamcheck.log"
   exit 0
 fi
@@ -722,12 +734,8 @@ if [ "${1:-}" = autoparts ]; then
   k=$(f32)
   {
     gate
-    lscpu | grep -E '^Model|cache'
-    if [ "$calm" = 1 ]; then
-      run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
-          --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
-      race16 parts_16t_calm.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4;$k:mc=176"
-    fi
+    alone
+    [ "$calm" = 1 ] && race16 parts_16t_calm.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4;$k:mc=176"
     case "${2:-}" in
       2) race16 parts_16t_run2.json 1024,2048,3072,4096 9 0.3 "$k;$k:parts=4" ;;
       typed)
@@ -739,8 +747,7 @@ if [ "${1:-}" = autoparts ]; then
       mc) race16 mc_16t.json 1024,2048,3072,4096 9 0.3 "$k;$k:mc=128;$k:mc=176" ;;
       calm) ;;                                      # calmalone: the calm-host steps only
       *)
-        run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
-        run python3 bench/team_check.py --threads 16
+        team_checks
         race16 parts_16t.json 1024,2048,3072,4096 7 0.3 "$k;$k:parts=4;$k:parts=2;$k:parts=1" ;;
     esac
   } 2>&1 | tee "$OUT/device_autoparts.log"
@@ -755,7 +762,6 @@ if [ "${1:-}" = slab ]; then
   variant MK_A_SLAB_MAX=0 noslab "$k"
   {
     gate
-    lscpu | grep -E '^Model|cache'
     run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py
     for cpu in ${2:-5} 9; do
       race1 $cpu "slab_1t_cpu$cpu.json" 2048,3072,4096 9 "$k;$k@.amxvar/noslab_$k.c"
@@ -779,16 +785,11 @@ if [ "${1:-}" = home ]; then
   variant MK_FLOW_HOME=0 counter "$k"
   {
     gate
-    lscpu | grep -E '^Model|cache'
-    if [ "$calm" = 1 ]; then
-      run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
-          --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
-    fi
+    alone
     case "${2:-}" in
       2) race16 "home2_16t_calm$calm.json" 1024,2048,3072,4096 11 0.3 "$k;$k@.amxvar/counter_$k.c" ;;
       check|verify)
-        run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
-        run python3 bench/team_check.py --threads 16
+        team_checks
         [ "$2" = verify ] && exit 0
         for t in amx_bf16_32x32 avx512bf16_8x32; do
           variant MK_FLOW_HOME=0 counter "$t"
