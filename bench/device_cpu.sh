@@ -142,6 +142,11 @@
 #                                      check: the thread tests, bench/team_check.py, the bf16
 #                                      tiles against their counter builds too; verify: the
 #                                      tests and team check only)
+#   bash bench/device_cpu.sh trace     issue 24 at 16 threads: bench/flow_trace.py (where a team call's
+#                                      time goes: the threads' join, units, pieces, waits) at
+#                                      1024-4096 alone, then after numpy and after PyTorch at
+#                                      1024; on a calm host each library alone at 1 and 16
+#                                      threads first
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -548,6 +553,21 @@ if [ "${1:-}" = template ]; then
     done
     run python3 -m pytest -q -p no:cacheprovider tests/test_template.py tests/test_source_variant.py
   } 2>&1 | tee "$OUT/device_template.log"
+  exit 0
+fi
+if [ "${1:-}" = trace ]; then
+  # issue 24: the flow's timeline (bench/flow_trace.py, the MK_FLOW_TRACE build) alone and
+  # back to back after the peers, 16 threads each
+  {
+    gate
+    alone
+    run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/flow_trace.py \
+        --sizes 1024,2048,4096 --calls 9 --json "$OUT/trace_alone.json"
+    for lib in numpy torch; do
+      run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/flow_trace.py \
+          --sizes 1024 --calls 9 --after $lib --json "$OUT/trace_after_$lib.json"
+    done
+  } 2>&1 | tee "$OUT/device_trace.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then

@@ -41,6 +41,8 @@
  *                   what every thread path shares: mk_call (one call's operands),
  *                   mk_team_pos / mk_alone, mk_lead (MK_C_ALIGN), mk_team_b_stride
  *   mk_gemv.h       the fp32 matrix-vector path (n == 1)
+ *   mk_trace.h      a timeline of the team's flow, in a module built with MK_FLOW_TRACE
+ *                   (bench/flow_trace.py); empty otherwise
  *   mk_team.h       the shared-B team (three or more threads by default): its grid and
  *                   its flow of dynamic units (mk_loops_flow), called by mk_run_team
  *   mk_cstat.h      the C-stationary loops of one thread (MK_C_STATIONARY)
@@ -204,6 +206,7 @@ static int64_t mk_balance(int64_t total, int64_t blk, int64_t unit)
 #include "mk_pack.h"
 #include "mk_loops.h"
 #include "mk_gemv.h"
+#include "mk_trace.h"
 #include "mk_team.h"
 #include "mk_cstat.h"
 #include "mk_slices.h"

@@ -3,7 +3,8 @@
  * Part of the one GEMM driver, included by driver.c only, in its order (not a header
  * of its own).
  * Uses: mk_call, mk_macro, mk_loops, mk_pack_b_panel, mk_lead, mk_team_b_stride
- * (mk_loops.h), mk_ws_get (mk_workspace.h), mk_pool_run and mk_wait_step (mk_pool.h).
+ * (mk_loops.h), mk_ws_get (mk_workspace.h), mk_pool_run and mk_wait_step (mk_pool.h),
+ * the MK_TR_* timeline (mk_trace.h; empty unless MK_FLOW_TRACE).
  * Gives mk_team_grid, mk_loops_flow, mk_team_parts and mk_run_team. */
 
 /* The team's grid: tm rows x tn columns of threads. MK_GRID_ROWS: tm the largest
@@ -175,6 +176,7 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
                           MK_TA *a_pack, MK_TB *const b_bufs[MK_FLOW_BUFS], MK_TC *edge,
                           int nt, int self, int64_t chunk, int64_t parts, mk_flow *fl)
 {
+    MK_TR_T(th0_);
     const int64_t nr = MK_TILE_NR(uk);
     const MK_TC one = 1;
     MK_THREAD_SETUP();
@@ -184,24 +186,29 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
      * once the buffer's last reader, block tb - MK_FLOW_BUFS, is done */
 #define MK_FLOW_PIECE(tb, nb, off)                                                               \
     do {                                                                                        \
+        MK_TR_T(w0_);                                                                           \
         if ((tb) >= MK_FLOW_BUFS) {                                                             \
             const mk_flow_block old_ = MK_FLOW_AT((tb) - MK_FLOW_BUFS);                         \
             mk_flow_wait(&fl->finished[(tb) - MK_FLOW_BUFS], old_.units);                       \
         }                                                                                       \
+        MK_TR_T(w1_);                                                                           \
         MK_TB *dst_ = b_bufs[(tb) % MK_FLOW_BUFS];                                              \
         for (int64_t jp = (nb).npanels * (off) / (nb).pieces;                                   \
              jp < (nb).npanels * ((off) + 1) / (nb).pieces; ++jp)                               \
             mk_pack_b_panel(jp, (nb).w0, nr, (nb).nc, (nb).kc, (nb).kcp,                        \
                             b + (nb).pc * rs_b + (nb).jc * cs_b, rs_b, cs_b, dst_ + jp * (nb).b_stride); \
+        MK_TR_PUT(self, MK_TR_PIECE, tb, off, w0_, w1_);                                        \
         __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);                               \
     } while (0)
     /* unit u of block t (described by `cb`): once its B pieces are packed and its C tiles'
      * previous KC block is added, its rows of A packed and its part of the B block */
-#define MK_FLOW_UNIT(t, cb, u)                                                                  \
+#define MK_FLOW_UNIT(t, cb, u, stolen)                                                          \
     do {                                                                                        \
+        MK_TR_T(w0_);                                                                           \
         mk_flow_wait(&fl->packed[t], (cb).pieces);                                              \
         if ((cb).pc > 0)                                                                        \
             mk_flow_wait(&fl->done[((t) - 1) % MK_FLOW_RING * fl->units + (u)], (t) - 1);       \
+        MK_TR_T(w1_);                                                                           \
         const int64_t part_ = (u) / row_chunks, ic_ = (u) % row_chunks * chunk;                 \
         mk_macro(uk, mk_min(chunk, m - ic_), (cb).kc, (cb).kcp, alpha,                          \
                  a + ic_ * rs_a + (cb).pc * cs_a, rs_a, cs_a, b_bufs[(t) % MK_FLOW_BUFS],       \
@@ -209,6 +216,7 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
                  (cb).npanels * (part_ + 1) / (cb).parts, (cb).w0, (cb).nc,                     \
                  (cb).pc == 0 ? &beta : &one, c + ic_ * rs_c + (cb).jc * cs_c, rs_c, cs_c,      \
                  a_pack, edge, 1);                                                              \
+        MK_TR_PUT(self, MK_TR_UNIT, t, (u) + ((stolen) ? MK_TR_STOLEN : 0), w0_, w1_);           \
         __atomic_store_n(&fl->done[(t) % MK_FLOW_RING * fl->units + (u)], (t), __ATOMIC_RELEASE); \
         __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);                              \
     } while (0)
@@ -228,11 +236,11 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         for (int64_t u = cur.units * self / nt; u < cur.units * (self + 1) / nt; ++u)
             if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
                 !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
-                MK_FLOW_UNIT(t, cur, u);
+                MK_FLOW_UNIT(t, cur, u, 0);
         for (int64_t u = cur.units - 1; u >= 0; --u)          /* then any still free */
             if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
                 !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
-                MK_FLOW_UNIT(t, cur, u);
+                MK_FLOW_UNIT(t, cur, u, 1);
     }
 #else
     (void)self;
@@ -261,7 +269,7 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         if (off < nxt.pieces)                       /* a piece of block t + 1's B */
             MK_FLOW_PIECE(t + 1, nxt, off);
         else                                        /* a unit of block t */
-            MK_FLOW_UNIT(t, cur, off - nxt.pieces);
+            MK_FLOW_UNIT(t, cur, off - nxt.pieces, 0);
     }
 #endif
 #undef MK_FLOW_UNIT
@@ -269,6 +277,7 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
 #undef MK_FLOW_AT
     MK_PREFETCH_B(NULL, 0);
     MK_THREAD_TEARDOWN();
+    MK_TR_PUT(self, MK_TR_THREAD, 0, nt, th0_, 0);
 }
 
 /* The flow's arguments, for the pool's threads (mk_pool_run): slot s takes the s-th
@@ -320,6 +329,7 @@ static int64_t mk_team_parts(int64_t panels, int64_t ways, int64_t mc_panels)
  * Returns MK_OK or MK_ENOMEM. */
 static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
 {
+    MK_TR_T(call0_);
     const mk_ukernel_desc *uk = g->uk;
     const int64_t m = g->m, n = g->n, k = g->k, mc_blk = g->mc_blk, nc_blk = g->nc_blk,
                   kc_blk = g->kc_blk, mr = uk->mr, nr = uk->nr;
@@ -375,6 +385,7 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
     for (int i = 0; i < MK_FLOW_BUFS; ++i)
         b_bufs[i] = (MK_TB *)(ws + b_shared * (size_t)(flow ? i : 0));
     int pooled = -1;
+    MK_TR_T(call1_);
 #if MK_HAVE_POOL
     if (flow) {                 /* the flow on our own threads (mk_pool.h says why) */
         const mk_flow_job job = {*g, ws + b_total, per_thread, a_bytes, b_bufs, nthreads, chunk,
@@ -406,6 +417,8 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
                      (MK_TC *)(mine + a_bytes), &tp);
         }
     }
+    if (flow)
+        MK_TR_CALL_END(call0_, call1_, fl.blocks, fl.units);
     free(counts);
     return MK_OK;
 }

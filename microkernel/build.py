@@ -68,8 +68,8 @@ class BuildError(RuntimeError):
 #: includes driver.c (kernel.py, the aarch64 harness, bench/driver_ab.py), so an edit to
 #: any of them rebuilds; tests/test_build.py checks that the list is driver.c's closure.
 DRIVER_FILES = ("driver.c", "mk_ukernel.h", "mk_pool.h", "mk_convert.h", "mk_workspace.h",
-                "mk_pack.h", "mk_loops.h", "mk_gemv.h", "mk_team.h", "mk_cstat.h",
-                "mk_slices.h")
+                "mk_pack.h", "mk_loops.h", "mk_gemv.h", "mk_trace.h", "mk_team.h",
+                "mk_cstat.h", "mk_slices.h")
 
 
 def c_src_dir() -> pathlib.Path:

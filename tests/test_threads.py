@@ -230,6 +230,60 @@ def test_home_units_and_one_counter_give_the_same_bits(tmp_path):
         assert np.array_equal(*outs), (threads, m, n, k)
 
 
+def test_the_flow_timeline_shows_each_item_once_and_in_dependency_order(tmp_path, monkeypatch):
+    """The MK_FLOW_TRACE build (c_src/mk_trace.h, microkernel.flow_trace) on 3-5 threads,
+    more than this machine's cores: its C bit for bit that of the plain build; in its
+    timeline each block's units and pieces each run once, numbered 0, 1, ... with none
+    missing; a unit starts its work only after every piece of its block is packed and
+    after the same unit of the previous KC block (the same C tiles) is done; every item
+    lies inside its thread's time in the flow; and the breakdown's shares add up to 1."""
+    import numpy as np
+    import microkernel as mk
+    from microkernel import flow_trace as ft
+    if os.environ.get("MICROKERNEL_THREADING", "team") != "team":
+        pytest.skip("MICROKERNEL_THREADING forces another decomposition")
+    traced = ft.traced_kernel(None, tmp_path)
+    trace = tmp_path / "events.bin"
+    rng = np.random.default_rng(17)
+    for threads, (m, n, k) in [(3, (200, 250, 70)), (5, (131, 97, 50)), (4, (61, 300, 33))]:
+        A = rng.standard_normal((m, k)).astype(np.float32)
+        B = rng.standard_normal((k, n)).astype(np.float32)
+        blk = {"kc": 16, "mc": 24, "nc": 48}
+        plain = mk.gemm(A, B, threads=threads, kernel=traced.name, blocking=blk)
+        monkeypatch.setenv("MICROKERNEL_FLOW_TRACE", str(trace))
+        got = mk.gemm(A, B, threads=threads, kernel=traced, blocking=blk)
+        monkeypatch.delenv("MICROKERNEL_FLOW_TRACE")
+        assert np.array_equal(plain.view(np.uint32), got.view(np.uint32))
+        ev = ft.read(trace)
+        trace.unlink()
+        call = ev[ev["kind"] == ft.CALL]
+        assert len(call) == 1 and call["slot"][0] == -1, call
+        kb = -(-k // 16)                                    # KC blocks per NC block
+        blocks = int(call["block"][0])
+        assert blocks % kb == 0 and blocks >= kb * -(-n // 48), (blocks, n)  # NC: at most 48
+        th = ev[ev["kind"] == ft.THREAD]
+        assert 1 <= len(th) <= threads and len(set(th["slot"])) == len(th)
+        window = {int(s): (int(a), int(b)) for s, a, b in zip(th["slot"], th["t0"], th["t2"])}
+        done, packed = {}, {}
+        for kind, table in ((ft.UNIT, done), (ft.PIECE, packed)):
+            items = ev[ev["kind"] == kind]
+            for t in range(blocks):
+                idx = sorted(int(i) % ft.STOLEN for i in items["index"][items["block"] == t])
+                assert idx == list(range(len(idx))) and idx, (kind, t, idx)
+            for e in items:
+                lo, hi = window[int(e["slot"])]
+                assert lo <= e["t0"] <= e["t1"] <= e["t2"] <= hi, e
+                table[(int(e["block"]), int(e["index"]) % ft.STOLEN)] = e
+        for (t, u), e in done.items():
+            last_piece = max(int(p["t2"]) for (tp, _), p in packed.items() if tp == t)
+            assert e["t1"] >= last_piece, (t, u)
+            if t % kb:
+                assert e["t1"] >= done[(t - 1, u)]["t2"], (t, u)
+        shares = ft.breakdown(ev, 2.0 * m * n * k)
+        assert abs(sum(shares[s] for s in ft.SHARES) - 1) < 1e-9
+        assert all(-1e-9 <= shares[s] <= 1 + 1e-9 for s in ft.SHARES), shares
+
+
 POOL_SCRIPT = textwrap.dedent("""
     import json, os, sys, threading, numpy as np, microkernel as mk
     from microkernel import validate

@@ -1,0 +1,121 @@
+"""Where a team call's time goes (issue 24): the timeline of the flow's threads.
+
+The fp32 default (or --kernel) is built a second time with ``MK_FLOW_TRACE``
+(c_src/mk_trace.h): each team call then records when each thread entered and left
+the flow, and for each item (a piece of a B block packed, a unit of A rows times a
+part of a B block run) when it was taken, when its waits ended and when it was done.
+gemm() at --threads threads, squares of --sizes, --calls traced calls after two
+untraced ones; with --after numpy (or torch) each call follows a matmul of that
+library at the same size, back to back, as in bench/contention.py.
+
+    python bench/flow_trace.py [--kernel NAME] [--threads 16] [--sizes 1024,2048,4096]
+                               [--calls 9] [--after none|numpy|torch] [--json PATH]
+
+For each size, the median over the calls of (times in microseconds, then each share
+of threads x the call's time, which the shares add up to):
+
+  call       mk_run_team's time, and the GFLOP/s it gives (tracing costs a clock read per item)
+  setup      mk_run_team's entry to the threads' start (workspace, counters)
+  join       the threads' start to each thread's entry into the flow (pool wake-up)
+  units      inside the units' macro-kernels (A packed, micro-kernels)
+  pieces     inside the B pieces' packing
+  wait       in the items' waits (a unit for its B pieces or its C tiles' previous KC
+             block, a piece for its buffer's last readers)
+  between    in the flow but in no item (the hand-out loops, the last waits for others)
+  after      a thread's exit from the flow to the call's end (the caller waits for the last)
+
+and the GFLOP/s per thread inside the units (the call's flops over the units' summed
+time: what one core reaches in the macro-kernel, to set against one thread's gemm()),
+the units taken away from their home thread, and the spread of the threads' unit time.
+Nothing is asserted: this measures and reports. Each traced result is checked against
+the float64 reference first.
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+
+def main() -> int:
+    from microkernel.commands.common import json_arg, write_json
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernel", default=None, help="an fp32 tile name (default: this machine's)")
+    ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--sizes", default="1024,2048,4096")
+    ap.add_argument("--calls", type=int, default=9)
+    ap.add_argument("--after", choices=("none", "numpy", "torch"), default="none")
+    ap.add_argument("--json", type=json_arg, default=None)
+    args = ap.parse_args()
+    if args.threads < 3 or args.calls < 1:
+        raise SystemExit("flow_trace: --threads must be at least 3 (the team's flow) and --calls at least 1")
+    import numpy as np
+    import microkernel as mk
+    from microkernel import flow_trace, validate
+
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+        tmp = tempfile.mkdtemp(prefix="flow_trace_")      # the traced source, the events
+        kern = flow_trace.traced_kernel(args.kernel, tmp)
+    except (ValueError, mk.IsaUnavailableError) as e:   # TileError is a ValueError
+        raise SystemExit(f"flow_trace: {e}")
+    before = None
+    if args.after == "torch":
+        try:
+            import torch
+        except ImportError:
+            raise SystemExit("flow_trace: --after torch needs PyTorch, which is not installed")
+        torch.set_num_threads(args.threads)
+        before = lambda A, B: torch.from_numpy(A) @ torch.from_numpy(B)  # noqa: E731
+    elif args.after == "numpy":
+        before = np.matmul
+    trace = os.path.join(tmp, "events.bin")
+    rng = np.random.default_rng(0)
+    out = {"kernel": kern.name, "threads": args.threads, "calls": args.calls,
+           "after": args.after, "sizes": {}}
+    keys = flow_trace.SHARES
+    print(f"{kern.name}, {args.threads} threads, median of {args.calls} traced calls"
+          f"{'' if before is None else ', each after ' + args.after}")
+    print("| n | call us | GFLOP/s | " + " | ".join(keys) +
+          " | GFLOP/s per thread in units | stolen | max join us | unit time max/mean |")
+    print("|" + "---|" * (len(keys) + 7))
+    for n in sizes:
+        A = rng.standard_normal((n, n), dtype=np.float32)
+        B = rng.standard_normal((n, n), dtype=np.float32)
+        C = np.empty((n, n), np.float32)
+        for _ in range(2):
+            mk.gemm(A, B, C, kernel=kern, threads=args.threads)
+        ref, bound = validate.reference(A, B, None, 1.0, 0.0)
+        ok, ratio, _, detail = validate.check(C, ref, bound)
+        if not ok:
+            print(f"{n}: the traced build is WRONG: {detail}")
+            return 1
+        if os.path.exists(trace):
+            os.remove(trace)
+        os.environ["MICROKERNEL_FLOW_TRACE"] = trace
+        try:
+            for _ in range(args.calls):
+                if before is not None:
+                    before(A, B)
+                mk.gemm(A, B, C, kernel=kern, threads=args.threads)
+        finally:
+            del os.environ["MICROKERNEL_FLOW_TRACE"]
+        if not os.path.exists(trace):
+            print(f"{n}: no trace written (did the call take the team's flow?)")
+            return 1
+        ev = flow_trace.read(trace)
+        calls = [flow_trace.breakdown(ev[ev["call"] == c], 2.0 * n ** 3)
+                 for c in np.unique(ev["call"])]
+        med = {k: float(np.median([c[k] for c in calls])) for k in calls[0]}
+        out["sizes"][str(n)] = {"median": med, "calls": calls, "err_over_bound": ratio}
+        print(f"| {n} | {med['call_us']:.0f} | {med['gflops']:.0f} | " +
+              " | ".join(f"{med[k]:.3f}" for k in keys) +
+              f" | {med['unit_gflops_per_thread']:.1f} | {med['stolen']:.2f} | "
+              f"{med['join_max_us']:.0f} | {med['unit_time_spread']:.2f} |", flush=True)
+    if args.json:
+        write_json(args.json, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    sys.exit(main())

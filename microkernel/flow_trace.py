@@ -1,0 +1,116 @@
+"""The timeline of the team's flow: where a multi-threaded gemm() call's time goes.
+
+The team's flow (c_src/mk_team.h, ``mk_loops_flow``: three or more threads by default)
+hands out items: pieces (a share of a KC x NC block of B, packed into a shared buffer)
+and units (a chunk of A's rows times one part of a B block, run through the
+macro-kernel). A kernel module built with ``MK_FLOW_TRACE`` (c_src/mk_trace.h;
+:func:`traced_kernel` builds one) records, in each team call, one event per item and
+per thread with CLOCK_MONOTONIC nanoseconds, and appends them to the file named by
+``$MICROKERNEL_FLOW_TRACE``. :func:`read` loads that file as a numpy structured array
+(:data:`EVENT`), :func:`breakdown` splits one call's time into shares, and
+``bench/flow_trace.py`` runs it on squares and prints them.
+
+Event kinds (field ``kind``) and the meaning of ``t0, t1, t2``:
+
+* :data:`PIECE`, :data:`UNIT`: taken (before its waits), its waits over, done; a unit's
+  ``index`` has :data:`STOLEN` added when it was not in its thread's home range;
+* :data:`THREAD`: the thread's entry into the flow, 0, its exit (``index``: the team's
+  threads);
+* :data:`CALL`: ``mk_run_team``'s entry, the threads' start (pool or OpenMP), its end
+  (``block``: the blocks T; ``index``: the units of a block; ``slot`` -2 when events
+  were dropped past MK_TR_MAX).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+__all__ = ["EVENT", "PIECE", "UNIT", "THREAD", "CALL", "STOLEN", "SHARES", "traced_kernel",
+           "read", "breakdown"]
+
+#: one event, 40 bytes, as c_src/mk_trace.h writes it (native byte order: little on the
+#: x86-64 and aarch64 machines this project runs on)
+EVENT = np.dtype([("call", "<i4"), ("slot", "<i2"), ("kind", "<i2"), ("block", "<i4"),
+                  ("index", "<i4"), ("t0", "<i8"), ("t1", "<i8"), ("t2", "<i8")])
+PIECE, UNIT, THREAD, CALL = 0, 1, 2, 3
+STOLEN = 1 << 30
+#: the shares :func:`breakdown` splits threads x the call's time into (they add up to 1)
+SHARES = ("setup", "join", "units", "pieces", "wait", "between", "after")
+
+
+def traced_kernel(name: str | None = None, directory: str | os.PathLike | None = None):
+    """The fp32 tile ``name`` (default: this machine's) built with MK_FLOW_TRACE: a
+    kernel variant (``get_kernel(name, source=)``) whose team calls write their
+    timeline to ``$MICROKERNEL_FLOW_TRACE``. Its source goes into ``directory`` (a new
+    temporary one by default). Raises TileError (not an fp32 tile), and what
+    :func:`microkernel.get_kernel` raises."""
+    from .codegen import generate
+    from .dispatch import get_kernel
+    from .tile import TileError, TileSpec
+    spec = TileSpec.from_name(get_kernel(name).name)
+    if spec.types != "f32":
+        raise TileError(f"{spec.name} is not an fp32 tile: the flow's timeline is built "
+                        "from the fp32 generator")
+    directory = directory or tempfile.mkdtemp(prefix="flow_trace_")
+    path = os.path.join(os.fspath(directory), f"trace_{spec.name}.c")
+    with open(path, "w") as fh:
+        fh.write("#define MK_FLOW_TRACE 1\n" + generate(spec))
+    return get_kernel(spec.name, source=path)
+
+
+def read(path: str | os.PathLike) -> np.ndarray:
+    """The events in ``path`` (a structured array of :data:`EVENT`). Raises ValueError
+    when the file's size is not a whole number of events."""
+    size = os.path.getsize(path)
+    if size % EVENT.itemsize:
+        raise ValueError(f"{path}: {size} bytes is not a whole number of "
+                         f"{EVENT.itemsize}-byte events")
+    return np.fromfile(path, dtype=EVENT)
+
+
+def breakdown(events: np.ndarray, flops: float) -> dict:
+    """One call's events (those of one ``call`` number) as shares of threads x the
+    call's time, each in [0, 1], adding up to 1 (:data:`SHARES`):
+
+    setup (the call's entry to the threads' start), join (that to each thread's entry),
+    units and pieces (inside their work), wait (inside their waits), between (in the
+    flow, in no item), after (a thread's exit to the call's end); and ``call_us``,
+    ``gflops`` (``flops`` over the call's time), ``unit_gflops_per_thread`` (``flops``
+    over the units' summed time: one core's rate inside the macro-kernels), ``stolen``
+    (the share of units run away from their home thread), ``join_max_us``,
+    ``unit_time_spread`` (the largest thread's unit time over the mean), ``blocks`` and
+    ``units_per_block``. Raises ValueError when the call has no single CALL event."""
+    call = events[events["kind"] == CALL]
+    if len(call) != 1:
+        raise ValueError(f"{len(call)} call events in one call's events")
+    c0, c1, c2 = (int(call[f][0]) for f in ("t0", "t1", "t2"))
+    th = events[events["kind"] == THREAD]
+    units, pieces = events[events["kind"] == UNIT], events[events["kind"] == PIECE]
+    span = float((c2 - c0) * len(th))
+    unit_t = float((units["t2"] - units["t1"]).sum())
+    piece_t = float((pieces["t2"] - pieces["t1"]).sum())
+    wait_t = float((units["t1"] - units["t0"]).sum() + (pieces["t1"] - pieces["t0"]).sum())
+    in_flow = float((th["t2"] - th["t0"]).sum())
+    per_thread = np.array([float((units["t2"] - units["t1"])[units["slot"] == s].sum())
+                           for s in th["slot"]])
+    return {
+        "threads": int(len(th)),
+        "call_us": (c2 - c0) / 1e3,
+        "gflops": flops / (c2 - c0),
+        "setup": (c1 - c0) * len(th) / span,
+        "join": float((th["t0"] - c1).sum()) / span,
+        "units": unit_t / span,
+        "pieces": piece_t / span,
+        "wait": wait_t / span,
+        "between": (in_flow - unit_t - piece_t - wait_t) / span,
+        "after": float((c2 - th["t2"]).sum()) / span,
+        "unit_gflops_per_thread": flops / unit_t if unit_t else float("nan"),
+        "stolen": float((units["index"] >= STOLEN).mean()) if len(units) else 0.0,
+        "join_max_us": float((th["t0"] - c1).max()) / 1e3,
+        "unit_time_spread": float(per_thread.max() / per_thread.mean())
+        if per_thread.mean() else 1.0,
+        "blocks": int(call["block"][0]),
+        "units_per_block": int(call["index"][0]),
+    }
