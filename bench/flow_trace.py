@@ -10,6 +10,10 @@ library at the same size, back to back, as in bench/contention.py.
 
     python bench/flow_trace.py [--kernel NAME] [--threads 16] [--sizes 1024,2048,4096]
                                [--calls 9] [--after none|numpy|torch] [--json PATH]
+                               [--define NAME[=VALUE] ...]
+
+(--define: a driver macro for the traced build, e.g. MK_FLOW_HOME=0, to see a variant's
+timeline.)
 
 For each size, the median over the calls of (times in microseconds, then each share
 of threads x the call's time, which the shares add up to):
@@ -45,6 +49,7 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=9)
     ap.add_argument("--after", choices=("none", "numpy", "torch"), default="none")
     ap.add_argument("--json", type=json_arg, default=None)
+    ap.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]")
     args = ap.parse_args()
     if args.threads < 3 or args.calls < 1:
         raise SystemExit("flow_trace: --threads must be at least 3 (the team's flow) and --calls at least 1")
@@ -55,7 +60,7 @@ def main() -> int:
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
         tmp = tempfile.mkdtemp(prefix="flow_trace_")      # the traced source, the events
-        kern = flow_trace.traced_kernel(args.kernel, tmp)
+        kern = flow_trace.traced_kernel(args.kernel, tmp, tuple(args.define))
     except (ValueError, mk.IsaUnavailableError) as e:   # TileError is a ValueError
         raise SystemExit(f"flow_trace: {e}")
     before = None
@@ -71,9 +76,9 @@ def main() -> int:
     trace = os.path.join(tmp, "events.bin")
     rng = np.random.default_rng(0)
     out = {"kernel": kern.name, "threads": args.threads, "calls": args.calls,
-           "after": args.after, "sizes": {}}
+           "after": args.after, "defines": args.define, "sizes": {}}
     keys = flow_trace.SHARES
-    print(f"{kern.name}, {args.threads} threads, median of {args.calls} traced calls"
+    print(f"{kern.name}{''.join(' -D' + d for d in args.define)}, {args.threads} threads, median of {args.calls} traced calls"
           f"{'' if before is None else ', each after ' + args.after}")
     print("| n | call us | GFLOP/s | " + " | ".join(keys) +
           " | GFLOP/s per thread in units | stolen | max join us | unit time max/mean |")

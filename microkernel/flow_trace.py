@@ -40,11 +40,14 @@ STOLEN = 1 << 30
 SHARES = ("setup", "join", "units", "pieces", "wait", "between", "after")
 
 
-def traced_kernel(name: str | None = None, directory: str | os.PathLike | None = None):
+def traced_kernel(name: str | None = None, directory: str | os.PathLike | None = None,
+                  defines: tuple[str, ...] = ()):
     """The fp32 tile ``name`` (default: this machine's) built with MK_FLOW_TRACE: a
     kernel variant (``get_kernel(name, source=)``) whose team calls write their
-    timeline to ``$MICROKERNEL_FLOW_TRACE``. Its source goes into ``directory`` (a new
-    temporary one by default). Raises TileError (not an fp32 tile), and what
+    timeline to ``$MICROKERNEL_FLOW_TRACE``. ``defines``: more of the driver's macros,
+    ``"NAME"`` or ``"NAME=VALUE"`` (e.g. ``"MK_FLOW_HOME=0"``), defined ahead of it. Its
+    source goes into ``directory`` (a new temporary one by default). Raises TileError
+    (not an fp32 tile; a define that is not NAME or NAME=VALUE), and what
     :func:`microkernel.get_kernel` raises."""
     from .codegen import generate
     from .dispatch import get_kernel
@@ -53,10 +56,16 @@ def traced_kernel(name: str | None = None, directory: str | os.PathLike | None =
     if spec.types != "f32":
         raise TileError(f"{spec.name} is not an fp32 tile: the flow's timeline is built "
                         "from the fp32 generator")
+    head = ["#define MK_FLOW_TRACE 1"]
+    for d in defines:
+        key, _, value = d.partition("=")
+        if not key.isidentifier():
+            raise TileError(f"define {d!r}: expected NAME or NAME=VALUE")
+        head.append(f"#define {key} {value or 1}")
     directory = directory or tempfile.mkdtemp(prefix="flow_trace_")
     path = os.path.join(os.fspath(directory), f"trace_{spec.name}.c")
     with open(path, "w") as fh:
-        fh.write("#define MK_FLOW_TRACE 1\n" + generate(spec))
+        fh.write("\n".join(head) + "\n" + generate(spec))
     return get_kernel(spec.name, source=path)
 
 
