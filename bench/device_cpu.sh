@@ -144,11 +144,9 @@
 #                                      tests and team check only)
 #   bash bench/device_cpu.sh trace     issue 24 at 16 threads: bench/flow_trace.py (where a team call's
 #                                      time goes: the threads' join, units, pieces, waits) at
-#                                      1024-4096 alone, with MK_FLOW_READY=1 (the ready-first
-#                                      steal), then after numpy and after PyTorch at 1024; the
-#                                      ready-first steal raced against the default beside numpy
-#                                      and PyTorch, paused; on a calm host each library alone
-#                                      at 1 and 16 threads first
+#                                      1024-4096 alone, then after numpy and after PyTorch at
+#                                      1024; on a calm host each library alone at 1 and 16
+#                                      threads first
 #   bash bench/device_cpu.sh rows      issue 24 at 16 threads: the flow's B pieces as ranges of rows (the
 #                                      default, MK_FLOW_ROWS 1) against ranges of panels
 #                                      (MK_FLOW_ROWS=0): bench/flow_trace.py of each at
@@ -565,20 +563,17 @@ if [ "${1:-}" = template ]; then
 fi
 if [ "${1:-}" = trace ]; then
   # issue 24: the flow's timeline (bench/flow_trace.py, the MK_FLOW_TRACE build) alone and
-  # back to back after the peers, 16 threads each; then the ready-first steal
-  # (MK_FLOW_READY=1, c_src/mk_team.h) traced and raced against the default
-  k=$(f32)
-  variant MK_FLOW_READY=1 ready "$k"
+  # back to back after the peers, 16 threads each. (Session 60's first call also traced
+  # and raced MK_FLOW_READY, a thread past its own units stealing a unit whose C tiles
+  # were ready first: a tie, +0.5 [-2.0, +9.0] %, removed.)
   {
     gate
     alone
     tr() { run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/flow_trace.py "$@"; }
     tr --sizes 1024,2048,4096 --calls 9 --json "$OUT/trace_alone.json"
-    tr --sizes 1024,2048,4096 --calls 9 --define MK_FLOW_READY=1 --json "$OUT/trace_ready.json"
     for lib in numpy torch; do
       tr --sizes 1024 --calls 9 --after $lib --json "$OUT/trace_after_$lib.json"
     done
-    race16 "ready_16t_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/ready_$k.c"
   } 2>&1 | tee "$OUT/device_trace.log"
   exit 0
 fi

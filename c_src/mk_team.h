@@ -109,13 +109,6 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
 #ifndef MK_FLOW_HOME
 #define MK_FLOW_HOME 1
 #endif
-/* MK_FLOW_READY 1 (an experiment, raced by `bash bench/device_cpu.sh trace`): a thread
- * past its own units takes first a free unit whose C tiles' previous KC block is done,
- * instead of the last free one whatever it waits for (a unit stolen from a thread that is
- * still running the same unit of the block before would spin until it is done). */
-#ifndef MK_FLOW_READY
-#define MK_FLOW_READY 0
-#endif
 
 /* MK_FLOW_ROWS 1 (the default since session 60, raced by `bash bench/device_cpu.sh rows`
  * against 0): in an fp32 module, with B's columns unit-stride (a row-major B), a piece of
@@ -274,31 +267,10 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
             if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
                 !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
                 MK_FLOW_UNIT(t, cur, u, 0);
-#if MK_FLOW_READY
-        for (int64_t pick;;) {  /* then any still free, the last first, a ready one first */
-            pick = -1;
-            for (int64_t u = cur.units - 1; u >= 0; --u) {
-                if (__atomic_load_n(&cl[u], __ATOMIC_RELAXED))
-                    continue;
-                if (pick < 0)
-                    pick = u;
-                if (cur.pc == 0 || __atomic_load_n(&fl->done[(t - 1) % MK_FLOW_RING * fl->units + u],
-                                                   __ATOMIC_RELAXED) >= t - 1) {
-                    pick = u;
-                    break;
-                }
-            }
-            if (pick < 0)
-                break;
-            if (!__atomic_exchange_n(&cl[pick], 1, __ATOMIC_RELAXED))
-                MK_FLOW_UNIT(t, cur, pick, 1);
-        }
-#else
         for (int64_t u = cur.units - 1; u >= 0; --u)          /* then any still free */
             if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
                 !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
                 MK_FLOW_UNIT(t, cur, u, 1);
-#endif
     }
 #else
     (void)self;

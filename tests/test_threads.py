@@ -200,7 +200,7 @@ def test_home_units_and_one_counter_give_the_same_bits(tmp_path):
     """The flow's units taken by their home thread first (a contiguous range per thread),
     then stolen (MK_FLOW_HOME 1, the default, c_src/mk_team.h), handed out by one
     counter in order (MK_FLOW_HOME 0, the same driver built with it, as a kernel
-    variant), stolen ready ones first (MK_FLOW_READY 1), and with B's pieces packed as
+    variant), and with B's pieces packed as
     ranges of panels (MK_FLOW_ROWS 0) instead of ranges of rows (the default, where B's
     columns are unit-stride; a transposed B always takes the panel pieces): on 3-7 threads, more than this machine's cores, K blocks
     of whole and partial groups of 8 rows, each within the float64 bound and all bit for
@@ -215,8 +215,7 @@ def test_home_units_and_one_counter_give_the_same_bits(tmp_path):
     name = mk.kernels()[0]
     body = (c_src_dir() / "ukernels" / f"{name}.c").read_text()
     variants = [mk.get_kernel(name)]
-    for tag, define in (("counter", "MK_FLOW_HOME 0"), ("ready", "MK_FLOW_READY 1"),
-                        ("panels", "MK_FLOW_ROWS 0")):
+    for tag, define in (("counter", "MK_FLOW_HOME 0"), ("panels", "MK_FLOW_ROWS 0")):
         src = tmp_path / f"{tag}_{name}.c"
         src.write_text(f"#define {define}\n" + body)
         variants.append(mk.get_kernel(name, source=src))
