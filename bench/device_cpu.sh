@@ -147,12 +147,6 @@
 #                                      1024-4096 alone, then after numpy and after PyTorch at
 #                                      1024; on a calm host each library alone at 1 and 16
 #                                      threads first
-#   bash bench/device_cpu.sh rows      issue 24 at 16 threads: the flow's B pieces as ranges of rows (the
-#                                      default, MK_FLOW_ROWS 1) against ranges of panels
-#                                      (MK_FLOW_ROWS=0): bench/flow_trace.py of each at
-#                                      1024-4096, raced beside numpy and PyTorch, paused; the
-#                                      thread tests and bench/team_check.py; on a calm host
-#                                      each library alone at 1 and 16 threads first
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -565,7 +559,9 @@ if [ "${1:-}" = trace ]; then
   # issue 24: the flow's timeline (bench/flow_trace.py, the MK_FLOW_TRACE build) alone and
   # back to back after the peers, 16 threads each. (Session 60's first call also traced
   # and raced MK_FLOW_READY, a thread past its own units stealing a unit whose C tiles
-  # were ready first: a tie, +0.5 [-2.0, +9.0] %, removed.)
+  # were ready first: a tie, +0.5 [-2.0, +9.0] %, removed; its second, a `rows` mode, the
+  # B pieces as ranges of the block's rows read along their length instead of ranges of
+  # its panels: a tie, +0.0 [-0.2, +0.4] %, removed.)
   {
     gate
     alone
@@ -575,25 +571,6 @@ if [ "${1:-}" = trace ]; then
       tr --sizes 1024 --calls 9 --after $lib --json "$OUT/trace_after_$lib.json"
     done
   } 2>&1 | tee "$OUT/device_trace.log"
-  exit 0
-fi
-if [ "${1:-}" = rows ]; then
-  # issue 24: the flow's B pieces as ranges of rows (MK_FLOW_ROWS 1 in c_src/mk_team.h,
-  # the default) against ranges of panels (MK_FLOW_ROWS=0, before): each traced
-  # (bench/flow_trace.py) at 1024-4096, then raced at 16 threads beside numpy and PyTorch,
-  # paused; the thread and blocking tests and bench/team_check.py at 16 threads
-  k=$(f32)
-  variant MK_FLOW_ROWS=0 panels "$k"
-  {
-    gate
-    alone
-    for d in MK_FLOW_ROWS=1 MK_FLOW_ROWS=0; do
-      run env OMP_NUM_THREADS=16 python3 bench/flow_trace.py --sizes 1024,2048,4096 --calls 9 \
-          --define $d --json "$OUT/trace_${d#MK_FLOW_}.json"
-    done
-    race16 "rows_16t_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/panels_$k.c"
-    team_checks
-  } 2>&1 | tee "$OUT/device_rows.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then

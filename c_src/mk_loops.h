@@ -5,7 +5,7 @@
  * Uses: mk_pack_a / mk_pack_b (mk_pack.h); MK_CALL_UKERNEL, MK_TILE_MR/NR,
  * MK_PREFETCH_B, MK_THREAD_SETUP, MK_C_ALIGN, MK_KCP, mk_balance (driver.c). Gives mk_tile,
  * mk_scale_c, mk_macro, mk_loops and what every thread path shares: mk_call,
- * mk_team_pos / mk_alone, mk_lead, mk_team_b_stride, mk_pack_b_panel, mk_pack_b_rows. */
+ * mk_team_pos / mk_alone, mk_lead, mk_team_b_stride, mk_pack_b_panel. */
 
 /* e + beta * c in C's type: fp32 arithmetic, or int32 arithmetic that wraps (done in
  * uint32_t, so a result past int32 wraps as two's complement with no UB). */
@@ -78,35 +78,6 @@ static inline void mk_pack_b_panel(int64_t jp, int64_t w0, int64_t nr, int64_t n
     const int64_t j = mk_panel_col(jp, w0, nr);
     mk_pack_b(mk_panel_width(jp, w0, nr, nc), kc, kcp, b + j * cs_b, cs_b, rs_b, nr, dst);
 }
-
-#if !MK_TYPED
-/* Rows k0 .. k1 - 1 of all npanels panels of a KC x NC fp32 block of B whose columns are
- * unit-stride (cs_b == 1: a row-major B; b: the block's first element), panel jp at
- * dst + jp * b_stride, in mk_pack_b_panel's layout (a narrow panel zero-padded to nr).
- * Eight rows at a time across all panels, as mk_pack_block does: each row is read along
- * its length, a few streams the hardware prefetchers follow, where a panel alone reads
- * nr columns of each row, a row of B apart (a new 4 KiB page per row at n >= 1024). */
-static void mk_pack_b_rows(int64_t k0, int64_t k1, int64_t w0, int64_t nr, int64_t nc,
-                           int64_t npanels, const float *b, int64_t rs_b, float *dst,
-                           int64_t b_stride)
-{
-    for (int64_t g = k0; g < k1; g += 8) {
-        const int64_t ge = mk_min(k1, g + 8);
-        for (int64_t jp = 0; jp < npanels; ++jp) {
-            const int64_t j = mk_panel_col(jp, w0, nr), w = mk_panel_width(jp, w0, nr, nc);
-            float *d = dst + jp * b_stride;
-            for (int64_t k = g; k < ge; ++k) {
-                if (w == nr) {
-                    mk_copy_line(d + k * nr, b + k * rs_b + j, nr);
-                } else {
-                    for (int64_t l = 0; l < nr; ++l)
-                        d[k * nr + l] = l < w ? b[k * rs_b + j + l] : 0.0f;
-                }
-            }
-        }
-    }
-}
-#endif
 
 /* One thread's whole KC x NC block of B (b: row pc, column jc) into b_pack, NR panels
  * nr * kcp apart: the narrow first panel of w0 columns (MK_C_ALIGN's lead; 0: none)

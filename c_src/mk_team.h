@@ -110,26 +110,6 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
 #define MK_FLOW_HOME 1
 #endif
 
-/* MK_FLOW_ROWS 1 (the default since session 60, raced by `bash bench/device_cpu.sh rows`
- * against 0): in an fp32 module, with B's columns unit-stride (a row-major B), a piece of
- * a block's B is a range of its rows, 8 at a time across all its panels
- * (mk_pack_b_rows), instead of a range of its panels. The same packed block; each row
- * is read along its length. The flow's timeline (bench/flow_trace.py) on the lent
- * machines' 16-core host showed the panel pieces at 4-9% of the threads' time at
- * n = 1024 (1-3% at 2048-4096): a panel reads 128 bytes of each of KC rows, a new 4 KiB
- * page each at n >= 1024, which the hardware prefetchers do not follow. 0: the panel
- * pieces (typed modules, and a B whose columns are not unit-stride, always take them). */
-#ifndef MK_FLOW_ROWS
-#define MK_FLOW_ROWS 1
-#endif
-#if MK_FLOW_ROWS && !MK_TYPED
-#define MK_FLOW_ROWS_OK 1
-#define mk_flow_pack_rows mk_pack_b_rows
-#else
-#define MK_FLOW_ROWS_OK 0
-#define mk_flow_pack_rows(...) ((void)0)
-#endif
-
 /* Unit u of block t, when finished, writes t into done[t % MK_FLOW_RING][u] (-1
  * before). The slot is next written by unit u of block t + MK_FLOW_RING, which runs
  * only after every unit of block t + MK_FLOW_RING - MK_FLOW_BUFS has finished (its B
@@ -148,7 +128,6 @@ typedef struct {
     int64_t lead;       /* C's columns before its first MK_C_ALIGN boundary (mk_lead) */
     int64_t *taken;     /* [T] MK_FLOW_HOME: pieces of block t handed out */
     unsigned char *claimed; /* [T][units] MK_FLOW_HOME: unit u of block t handed out */
-    int rows;           /* pieces are ranges of a block's rows (mk_pack_b_rows), not of its panels */
 } mk_flow;
 
 /* Block t of the flow: its place (jc, nc, w0, pc, kc, kcp) and its item counts. */
@@ -158,7 +137,7 @@ typedef struct {
 
 static mk_flow_block mk_flow_at(int64_t t, int64_t n, int64_t k, int64_t nc_blk, int64_t kc_blk,
                                 int64_t lead, int64_t nr, int64_t row_chunks, int64_t parts,
-                                int nt, int rows)
+                                int nt)
 {
     mk_flow_block f;
     const int64_t kb = (k + kc_blk - 1) / kc_blk, jb = t / kb;
@@ -173,7 +152,7 @@ static mk_flow_block mk_flow_at(int64_t t, int64_t n, int64_t k, int64_t nc_blk,
     f.b_stride = mk_team_b_stride(nr, f.kcp);
     f.parts = mk_min(parts, f.npanels);
     f.units = row_chunks * f.parts;
-    f.pieces = mk_min(rows ? (f.kc + 7) / 8 : f.npanels, (int64_t)nt);
+    f.pieces = mk_min(f.npanels, (int64_t)nt);
     return f;
 }
 
@@ -202,8 +181,7 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
     const MK_TC one = 1;
     MK_THREAD_SETUP();
     const int64_t row_chunks = (m + chunk - 1) / chunk, T = fl->blocks;
-#define MK_FLOW_AT(t) \
-    mk_flow_at(t, n, k, nc_blk, kc_blk, fl->lead, nr, row_chunks, parts, nt, fl->rows)
+#define MK_FLOW_AT(t) mk_flow_at(t, n, k, nc_blk, kc_blk, fl->lead, nr, row_chunks, parts, nt)
     /* piece `off` of block tb (described by `nb`): pack its share of the block's B panels
      * once the buffer's last reader, block tb - MK_FLOW_BUFS, is done */
 #define MK_FLOW_PIECE(tb, nb, off)                                                               \
@@ -215,18 +193,10 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         }                                                                                       \
         MK_TR_T(w1_);                                                                           \
         MK_TB *dst_ = b_bufs[(tb) % MK_FLOW_BUFS];                                              \
-        const MK_SB *src_ = b + (nb).pc * rs_b + (nb).jc * cs_b;                                \
-        if (MK_FLOW_ROWS_OK && fl->rows) {                                                      \
-            const int64_t g_ = ((nb).kc + 7) / 8;                  /* groups of 8 rows */        \
-            mk_flow_pack_rows(8 * (g_ * (off) / (nb).pieces),                                   \
-                              mk_min((nb).kc, 8 * (g_ * ((off) + 1) / (nb).pieces)), (nb).w0,   \
-                              nr, (nb).nc, (nb).npanels, src_, rs_b, dst_, (nb).b_stride);      \
-        } else {                                                                                \
-            for (int64_t jp = (nb).npanels * (off) / (nb).pieces;                               \
-                 jp < (nb).npanels * ((off) + 1) / (nb).pieces; ++jp)                           \
-                mk_pack_b_panel(jp, (nb).w0, nr, (nb).nc, (nb).kc, (nb).kcp, src_, rs_b, cs_b,  \
-                                dst_ + jp * (nb).b_stride);                                     \
-        }                                                                                       \
+        for (int64_t jp = (nb).npanels * (off) / (nb).pieces;                                   \
+             jp < (nb).npanels * ((off) + 1) / (nb).pieces; ++jp)                               \
+            mk_pack_b_panel(jp, (nb).w0, nr, (nb).nc, (nb).kc, (nb).kcp,                        \
+                            b + (nb).pc * rs_b + (nb).jc * cs_b, rs_b, cs_b, dst_ + jp * (nb).b_stride); \
         MK_TR_PUT(self, MK_TR_PIECE, tb, off, w0_, w1_);                                        \
         __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);                               \
     } while (0)
@@ -388,11 +358,10 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
     const int64_t want = blk->parts > 0 ? blk->parts : mk_team_parts(panels, ways, mc_blk / mr);
     const int64_t parts = mk_min(want, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
     const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
-    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0, NULL, NULL, 0};
+    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0, NULL, NULL};
     int64_t *counts = NULL;
     if (flow) {
         fl.lead = mk_lead(g->c, g->rs_c, g->cs_c, n, nr);
-        fl.rows = MK_FLOW_ROWS_OK && g->cs_b == 1;
         fl.blocks = mk_flow_blocks(n, k, nc_blk, kc_blk, fl.lead);
         const int64_t T = fl.blocks;
         fl.units = (m + chunk - 1) / chunk * parts;
