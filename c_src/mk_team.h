@@ -109,6 +109,16 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
 #ifndef MK_FLOW_HOME
 #define MK_FLOW_HOME 1
 #endif
+/* MK_FLOW_HOME_PIECES 1 (an experiment, raced by `bash bench/device_cpu.sh hpieces`; with
+ * MK_FLOW_HOME only): thread `self` packs piece `self` of each block first (its panels are
+ * about those its home units read, which then come from its own L2, and its write
+ * invalidates the copies of the few threads of that part, not of the whole team), and
+ * takes the other free pieces of block t + 1 after its own units of block t, instead of
+ * taking pieces from one counter in arrival order. Every piece of block t + 1 is still
+ * handed out before the thread leaves segment t. */
+#ifndef MK_FLOW_HOME_PIECES
+#define MK_FLOW_HOME_PIECES 0
+#endif
 
 /* Unit u of block t, when finished, writes t into done[t % MK_FLOW_RING][u] (-1
  * before). The slot is next written by unit u of block t + MK_FLOW_RING, which runs
@@ -128,6 +138,8 @@ typedef struct {
     int64_t lead;       /* C's columns before its first MK_C_ALIGN boundary (mk_lead) */
     int64_t *taken;     /* [T] MK_FLOW_HOME: pieces of block t handed out */
     unsigned char *claimed; /* [T][units] MK_FLOW_HOME: unit u of block t handed out */
+    unsigned char *pclaimed; /* [T][threads] MK_FLOW_HOME_PIECES: piece p of block t handed out */
+    int64_t threads;    /* the team asked for: a block's pieces are at most that many */
 } mk_flow;
 
 /* Block t of the flow: its place (jc, nc, w0, pc, kc, kcp) and its item counts. */
@@ -223,6 +235,23 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
 #if MK_FLOW_HOME
     for (int64_t t = -1; t < T; ++t) {
         /* segment t: the pieces of block t + 1, then the units of block t */
+#if MK_FLOW_HOME_PIECES
+        /* piece `self` of block t + 1 first (its panels are about those of this thread's
+         * home units), the others after this thread's own units of block t */
+        const mk_flow_block nxt = MK_FLOW_AT(t + 1 < T ? t + 1 : t);
+        unsigned char *pcl = fl->pclaimed + (t + 1) * fl->threads;
+        if (t + 1 < T && self < nxt.pieces && !__atomic_exchange_n(&pcl[self], 1, __ATOMIC_RELAXED))
+            MK_FLOW_PIECE(t + 1, nxt, (int64_t)self);
+#define MK_FLOW_OTHER_PIECES()                                                                  \
+        for (int64_t p = 0; t + 1 < T && p < nxt.pieces; ++p)                                   \
+            if (!__atomic_load_n(&pcl[p], __ATOMIC_RELAXED) &&                                  \
+                !__atomic_exchange_n(&pcl[p], 1, __ATOMIC_RELAXED))                             \
+                MK_FLOW_PIECE(t + 1, nxt, p);
+        if (t < 0) {
+            MK_FLOW_OTHER_PIECES();
+            continue;
+        }
+#else
         if (t + 1 < T) {
             const mk_flow_block nxt = MK_FLOW_AT(t + 1);
             for (int64_t off; (off = __atomic_fetch_add(&fl->taken[t + 1], 1, __ATOMIC_RELAXED)) < nxt.pieces;)
@@ -230,6 +259,7 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         }
         if (t < 0)
             continue;
+#endif
         const mk_flow_block cur = MK_FLOW_AT(t);
         unsigned char *cl = fl->claimed + t * fl->units;
         /* this thread's own units: a contiguous range, mostly of one part of the B block */
@@ -237,6 +267,10 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
             if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
                 !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
                 MK_FLOW_UNIT(t, cur, u, 0);
+#if MK_FLOW_HOME_PIECES
+        MK_FLOW_OTHER_PIECES();
+#undef MK_FLOW_OTHER_PIECES
+#endif
         for (int64_t u = cur.units - 1; u >= 0; --u)          /* then any still free */
             if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
                 !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
@@ -358,16 +392,18 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
     const int64_t want = blk->parts > 0 ? blk->parts : mk_team_parts(panels, ways, mc_blk / mr);
     const int64_t parts = mk_min(want, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
     const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
-    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0, NULL, NULL};
+    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0, NULL, NULL, NULL, 0};
     int64_t *counts = NULL;
     if (flow) {
         fl.lead = mk_lead(g->c, g->rs_c, g->cs_c, n, nr);
         fl.blocks = mk_flow_blocks(n, k, nc_blk, kc_blk, fl.lead);
         const int64_t T = fl.blocks;
         fl.units = (m + chunk - 1) / chunk * parts;
-        /* packed, finished, done; with MK_FLOW_HOME taken and the claimed bytes after */
+        /* packed, finished, done; with MK_FLOW_HOME taken and the claimed bytes after,
+         * then the pieces' claimed bytes */
         const size_t words = (size_t)(2 * T + MK_FLOW_RING * fl.units) +
-                             (MK_FLOW_HOME ? (size_t)T + ((size_t)(T * fl.units) + 7) / 8 : 0);
+                             (MK_FLOW_HOME ? (size_t)T + ((size_t)(T * fl.units) + 7) / 8 +
+                                                 ((size_t)(T * nthreads) + 7) / 8 : 0);
         counts = (int64_t *)calloc(words, sizeof *counts);
         if (!counts)
             return MK_ENOMEM;
@@ -377,6 +413,8 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
         if (MK_FLOW_HOME) {
             fl.taken = counts + 2 * T + MK_FLOW_RING * fl.units;
             fl.claimed = (unsigned char *)(fl.taken + T);
+            fl.pclaimed = fl.claimed + ((size_t)(T * fl.units) + 7) / 8 * 8;
+            fl.threads = nthreads;
         }
         for (int64_t u = 0; u < MK_FLOW_RING * fl.units; ++u)
             fl.done[u] = -1;
