@@ -147,11 +147,12 @@
 #                                      1024-4096 alone, then after numpy and after PyTorch at
 #                                      1024; on a calm host each library alone at 1 and 16
 #                                      threads first
-#   bash bench/device_cpu.sh hpieces   issue 24 at 16 threads: thread s packing piece s of each B block
-#                                      first (MK_FLOW_HOME_PIECES=1) against the default's
-#                                      pieces in arrival order: bench/flow_trace.py of each at
-#                                      1024-4096, raced beside numpy and PyTorch, paused; on a
+#   bash bench/device_cpu.sh hpieces [2] issue 24 at 16 threads: thread s packing piece s of each B
+#                                      block first (the default, MK_FLOW_HOME_PIECES 1) against
+#                                      pieces in arrival order (=0): bench/flow_trace.py of each
+#                                      at 1024-4096, raced beside numpy and PyTorch, paused; on a
 #                                      calm host each library alone at 1 and 16 threads first
+#                                      (2: the race at 1024 and 2048, 11 rounds, then alone)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -579,19 +580,27 @@ if [ "${1:-}" = trace ]; then
   exit 0
 fi
 if [ "${1:-}" = hpieces ]; then
-  # issue 24: thread s packs piece s of each B block first (MK_FLOW_HOME_PIECES=1,
-  # c_src/mk_team.h) against the pieces from one counter in arrival order (the default):
-  # each traced (bench/flow_trace.py) at 1024-4096, then raced at 16 threads beside numpy
-  # and PyTorch, paused
+  # issue 24: thread s packs piece s of each B block first (MK_FLOW_HOME_PIECES 1 in
+  # c_src/mk_team.h, the default since session 60) against the pieces from one counter
+  # in arrival order (MK_FLOW_HOME_PIECES=0, before). (none): each traced
+  # (bench/flow_trace.py) at 1024-4096, then raced at 16 threads beside numpy and
+  # PyTorch, paused, 9 rounds (session 60's call 3, when the build with =1 was the
+  # variant). 2: the race at 1024 and 2048 only, 11 rounds, then on a calm host each
+  # library alone at 1 and 16 threads
   k=$(f32)
-  variant MK_FLOW_HOME_PIECES=1 hpieces "$k"
+  variant MK_FLOW_HOME_PIECES=0 counterpieces "$k"
   {
     gate
-    alone
-    tr() { run env OMP_NUM_THREADS=16 python3 bench/flow_trace.py --sizes 1024,2048,4096 --calls 9 "$@"; }
-    tr --json "$OUT/trace_default.json"
-    tr --define MK_FLOW_HOME_PIECES=1 --json "$OUT/trace_hpieces.json"
-    race16 "hpieces_16t_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/hpieces_$k.c"
+    if [ "${2:-}" = 2 ]; then
+      race16 "hpieces2_16t_calm$calm.json" 1024,2048 11 0.3 "$k;$k@.amxvar/counterpieces_$k.c"
+      alone
+    else
+      alone
+      tr() { run env OMP_NUM_THREADS=16 python3 bench/flow_trace.py --sizes 1024,2048,4096 --calls 9 "$@"; }
+      tr --json "$OUT/trace_default.json"
+      tr --define MK_FLOW_HOME_PIECES=0 --json "$OUT/trace_counterpieces.json"
+      race16 "hpieces_16t_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/counterpieces_$k.c"
+    fi
   } 2>&1 | tee "$OUT/device_hpieces.log"
   exit 0
 fi

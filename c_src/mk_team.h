@@ -109,15 +109,19 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
 #ifndef MK_FLOW_HOME
 #define MK_FLOW_HOME 1
 #endif
-/* MK_FLOW_HOME_PIECES 1 (an experiment, raced by `bash bench/device_cpu.sh hpieces`; with
- * MK_FLOW_HOME only): thread `self` packs piece `self` of each block first (its panels are
- * about those its home units read, which then come from its own L2, and its write
- * invalidates the copies of the few threads of that part, not of the whole team), and
- * takes the other free pieces of block t + 1 after its own units of block t, instead of
- * taking pieces from one counter in arrival order. Every piece of block t + 1 is still
- * handed out before the thread leaves segment t. */
+/* MK_FLOW_HOME_PIECES 1 (the default since session 60; with MK_FLOW_HOME only): thread
+ * `self` packs piece `self` of each block first (its panels are about those its home
+ * units read, which then come from its own L2, and its write invalidates the copies of
+ * the few threads of that part, not of the whole team), and takes the other free pieces
+ * of block t + 1 after its own units of block t, instead of taking pieces from one
+ * counter in arrival order (0). Every piece of block t + 1 is still handed out before
+ * the thread leaves segment t. The flow's timeline (bench/flow_trace.py) showed B's
+ * pieces at 4.5-20% of the threads' time at n = 1024 on the lent machines' 16-core
+ * hosts. Raced at 16 threads there (`bash bench/device_cpu.sh hpieces`,
+ * bench/results/sapphire-rapids/threads_trace/): +3.6 [+0.4, +7.2] % at 1024 (9 of 9
+ * rounds), ties at 2048-4096, +1.8 [-1.0, +3.1] % over the four sizes. */
 #ifndef MK_FLOW_HOME_PIECES
-#define MK_FLOW_HOME_PIECES 0
+#define MK_FLOW_HOME_PIECES 1
 #endif
 
 /* Unit u of block t, when finished, writes t into done[t % MK_FLOW_RING][u] (-1

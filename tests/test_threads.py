@@ -198,11 +198,12 @@ def test_the_team_flow_adds_each_tiles_kc_blocks_in_order():
 
 def test_home_units_and_one_counter_give_the_same_bits(tmp_path):
     """The flow's units taken by their home thread first (a contiguous range per thread),
-    then stolen (MK_FLOW_HOME 1, the default, c_src/mk_team.h), and handed out by one
+    then stolen (MK_FLOW_HOME 1, the default, c_src/mk_team.h), handed out by one
     counter in order (MK_FLOW_HOME 0, the same driver built with it, as a kernel
-    variant): on 3-7 threads, more than this machine's cores, each within the float64
-    bound and both bit for bit the same (the units and each tile's KC order do not
-    depend on who takes them)."""
+    variant), and with B's pieces from one counter instead of each thread's own first
+    (MK_FLOW_HOME_PIECES 0): on 3-7 threads, more than this machine's cores, each within
+    the float64 bound and all bit for bit the same (the units and each tile's KC order do
+    not depend on who takes them, nor the packed block on who packs it)."""
     import numpy as np
     import microkernel as mk
     from microkernel import validate
@@ -210,9 +211,12 @@ def test_home_units_and_one_counter_give_the_same_bits(tmp_path):
     if os.environ.get("MICROKERNEL_THREADING", "team") != "team":
         pytest.skip("MICROKERNEL_THREADING forces another decomposition")
     name = mk.kernels()[0]
-    src = tmp_path / f"counter_{name}.c"
-    src.write_text("#define MK_FLOW_HOME 0\n" + (c_src_dir() / "ukernels" / f"{name}.c").read_text())
-    home, counter = mk.get_kernel(name), mk.get_kernel(name, source=src)
+    body = (c_src_dir() / "ukernels" / f"{name}.c").read_text()
+    variants = [mk.get_kernel(name)]
+    for tag, define in (("counter", "MK_FLOW_HOME 0"), ("pieces", "MK_FLOW_HOME_PIECES 0")):
+        src = tmp_path / f"{tag}_{name}.c"
+        src.write_text(f"#define {define}\n" + body)
+        variants.append(mk.get_kernel(name, source=src))
     rng = np.random.default_rng(13)
     for threads, (m, n, k) in [(3, (200, 250, 300)), (5, (131, 97, 260)), (7, (61, 300, 45)),
                                (4, (300, 40, 129))]:
@@ -221,13 +225,13 @@ def test_home_units_and_one_counter_give_the_same_bits(tmp_path):
         C0 = rng.standard_normal((m, n)).astype(np.float32)
         ref, bound = validate.reference(A, B, C0, 1.0, 0.5)
         outs = []
-        for kern in (home, counter):
+        for kern in variants:
             C = C0.copy()
             mk.gemm(A, B, C, beta=0.5, threads=threads, kernel=kern,
                     blocking={"kc": 16, "mc": 24, "nc": 48})
             assert validate.check(C, ref, bound)[0], (kern.label, threads, m, n, k)
             outs.append(C.view(np.uint32))
-        assert np.array_equal(*outs), (threads, m, n, k)
+        assert all(np.array_equal(outs[0], o) for o in outs[1:]), (threads, m, n, k)
 
 
 def test_the_flow_timeline_shows_each_item_once_and_in_dependency_order(tmp_path, monkeypatch):
