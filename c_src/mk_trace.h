@@ -1,7 +1,7 @@
 /* mk_trace.h: a timeline of the team's flow (mk_team.h), for bench/flow_trace.py.
  * Part of the one GEMM driver, included by driver.c only, before mk_team.h.
- * Gives MK_TR_T (declare a time), MK_TR_SET (take it again), MK_TR_PUT (an event ending
- * now) and MK_TR_CALL_END (the call's event, then the file).
+ * Gives MK_TR_T (declare a time, taken now), MK_TR_PUT (an event ending now) and
+ * MK_TR_CALL_END (the call's event, then the file).
  *
  * Off by default: every macro is then empty and the driver is the same code. A module
  * built with MK_FLOW_TRACE defined ahead of the driver (a kernel variant, e.g.
@@ -87,12 +87,10 @@ static void mk_tr_flush(int64_t t0, int64_t t1, int64_t blocks, int64_t units)
 
 #define MK_TR_CALL_END(t0, t1, blocks, units) mk_tr_flush(t0, t1, blocks, units)
 #define MK_TR_T(v) int64_t v = mk_tr_now()
-#define MK_TR_SET(v) (v = mk_tr_now())
 #define MK_TR_PUT(slot, kind, block, index, t0, t1) \
     mk_tr_put(slot, kind, block, index, t0, t1, mk_tr_now())
 #else
 #define MK_TR_CALL_END(t0, t1, blocks, units) ((void)0)
 #define MK_TR_T(v) ((void)0)
-#define MK_TR_SET(v) ((void)0)
 #define MK_TR_PUT(slot, kind, block, index, t0, t1) ((void)0)
 #endif
