@@ -37,12 +37,13 @@ the float64 reference first.
 """
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 
 
 def main() -> int:
-    from microkernel.commands.common import json_arg, write_json
+    from microkernel.commands.common import json_arg
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel", default=None, help="an fp32 tile name (default: this machine's)")
     ap.add_argument("--threads", type=int, default=16)
@@ -54,16 +55,34 @@ def main() -> int:
     args = ap.parse_args()
     if args.threads < 3 or args.calls < 1:
         raise SystemExit("flow_trace: --threads must be at least 3 (the team's flow) and --calls at least 1")
-    import numpy as np
     import microkernel as mk
-    from microkernel import flow_trace, validate
+    from microkernel.build import BuildError
 
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
-        tmp = tempfile.mkdtemp(prefix="flow_trace_")      # the traced source, the events
-        kern = flow_trace.traced_kernel(args.kernel, tmp, tuple(args.define))
-    except (ValueError, mk.IsaUnavailableError) as e:   # TileError is a ValueError
+    except ValueError:
+        raise SystemExit(f"flow_trace: --sizes {args.sizes!r}: expected integers, e.g. 1024,2048")
+    if any(n < 1 for n in sizes):
+        raise SystemExit(f"flow_trace: --sizes {args.sizes!r}: each size must be at least 1")
+    tmp = tempfile.mkdtemp(prefix="flow_trace_")      # the traced source, the events
+    try:
+        return run(args, sizes, tmp)
+    except BuildError as e:
+        raise SystemExit(f"flow_trace: the traced build failed (a --define the driver "
+                         f"cannot take?): {str(e).splitlines()[0]}")
+    except (ValueError, OSError, mk.IsaUnavailableError) as e:   # TileError is a ValueError
         raise SystemExit(f"flow_trace: {e}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(args, sizes, tmp) -> int:
+    """The traced calls of each size, printed (and written to --json)."""
+    import numpy as np
+    import microkernel as mk
+    from microkernel import flow_trace, validate
+    from microkernel.commands.common import write_json
+    kern = flow_trace.traced_kernel(args.kernel, tmp, tuple(args.define))
     before = None
     if args.after == "torch":
         try:

@@ -44,7 +44,7 @@ typedef struct {
     int64_t t0, t1, t2;
 } mk_tr_event;
 
-static mk_tr_event mk_tr_buf[MK_TR_MAX];
+static mk_tr_event mk_tr_buf[MK_TR_MAX + 1];      /* the last one for the CALL event */
 static int64_t mk_tr_len, mk_tr_dropped;
 static int32_t mk_tr_calls;
 
@@ -68,16 +68,18 @@ static void mk_tr_put(int slot, int kind, int64_t block, int64_t index, int64_t 
     mk_tr_buf[i] = e;
 }
 
-/* the call's end (the caller alone, after the team has left): its event, then the file */
+/* the call's end (the caller alone, after the team has left): its event, after the
+ * items' (always written, a slot of its own), then the file */
 static void mk_tr_flush(int64_t t0, int64_t t1, int64_t blocks, int64_t units)
 {
-    const int64_t t2 = mk_tr_now();
-    mk_tr_put(mk_tr_dropped ? -2 : -1, MK_TR_CALL, blocks, units, t0, t1, t2);
+    const int64_t n = mk_tr_len < MK_TR_MAX ? mk_tr_len : MK_TR_MAX;
+    const mk_tr_event e = {mk_tr_calls, (int16_t)(mk_tr_dropped ? -2 : -1), MK_TR_CALL,
+                           (int32_t)blocks, (int32_t)units, t0, t1, mk_tr_now()};
+    mk_tr_buf[n] = e;
     const char *path = getenv("MICROKERNEL_FLOW_TRACE");
     FILE *f = path && *path ? fopen(path, "ab") : NULL;
     if (f) {
-        const int64_t n = mk_tr_len < MK_TR_MAX ? mk_tr_len : MK_TR_MAX;
-        fwrite(mk_tr_buf, sizeof mk_tr_buf[0], (size_t)n, f);
+        fwrite(mk_tr_buf, sizeof mk_tr_buf[0], (size_t)n + 1, f);
         fclose(f);
     }
     mk_tr_len = 0;

@@ -90,10 +90,15 @@ def breakdown(events: np.ndarray, flops: float) -> dict:
     over the units' summed time: one core's rate inside the macro-kernels), ``stolen``
     (the share of units run away from their home thread), ``join_max_us``,
     ``unit_time_spread`` (the largest thread's unit time over the mean), ``blocks`` and
-    ``units_per_block``. Raises ValueError when the call has no single CALL event."""
+    ``units_per_block``. Raises ValueError when the call has no single CALL event, or
+    when its events overflowed the traced build's buffer (the CALL event's slot -2)."""
     call = events[events["kind"] == CALL]
     if len(call) != 1:
         raise ValueError(f"{len(call)} call events in one call's events")
+    if call["slot"][0] == -2:
+        raise ValueError("the call recorded more events than the traced build keeps "
+                         "(MK_TR_MAX, c_src/mk_trace.h): some were dropped; build it "
+                         "with a larger MK_TR_MAX (a define)")
     c0, c1, c2 = (int(call[f][0]) for f in ("t0", "t1", "t2"))
     th = events[events["kind"] == THREAD]
     units, pieces = events[events["kind"] == UNIT], events[events["kind"] == PIECE]
