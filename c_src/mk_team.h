@@ -184,6 +184,13 @@ static void mk_flow_wait(const int64_t *p, int64_t v)
         mk_wait_step(spins);           /* its producer may be descheduled on our core */
 }
 
+/* MK_FLOW_HOME: whether this thread takes the item whose claimed byte is *p (a plain
+ * read first, so that items already taken cost no exclusive cache-line access) */
+static inline int mk_flow_claim(unsigned char *p)
+{
+    return !__atomic_load_n(p, __ATOMIC_RELAXED) && !__atomic_exchange_n(p, 1, __ATOMIC_RELAXED);
+}
+
 static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                           int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
                           const MK_SA *a, int64_t rs_a, int64_t cs_a,
@@ -244,12 +251,11 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
          * home units), the others after this thread's own units of block t */
         const mk_flow_block nxt = MK_FLOW_AT(t + 1 < T ? t + 1 : t);
         unsigned char *pcl = fl->pclaimed + (t + 1) * fl->threads;
-        if (t + 1 < T && self < nxt.pieces && !__atomic_exchange_n(&pcl[self], 1, __ATOMIC_RELAXED))
+        if (t + 1 < T && self < nxt.pieces && mk_flow_claim(&pcl[self]))
             MK_FLOW_PIECE(t + 1, nxt, (int64_t)self);
 #define MK_FLOW_OTHER_PIECES()                                                                  \
         for (int64_t p = 0; t + 1 < T && p < nxt.pieces; ++p)                                   \
-            if (!__atomic_load_n(&pcl[p], __ATOMIC_RELAXED) &&                                  \
-                !__atomic_exchange_n(&pcl[p], 1, __ATOMIC_RELAXED))                             \
+            if (mk_flow_claim(&pcl[p]))                                                         \
                 MK_FLOW_PIECE(t + 1, nxt, p);
         if (t < 0) {
             MK_FLOW_OTHER_PIECES();
@@ -268,16 +274,14 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
         unsigned char *cl = fl->claimed + t * fl->units;
         /* this thread's own units: a contiguous range, mostly of one part of the B block */
         for (int64_t u = cur.units * self / nt; u < cur.units * (self + 1) / nt; ++u)
-            if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
-                !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
+            if (mk_flow_claim(&cl[u]))
                 MK_FLOW_UNIT(t, cur, u, 0);
 #if MK_FLOW_HOME_PIECES
         MK_FLOW_OTHER_PIECES();
 #undef MK_FLOW_OTHER_PIECES
 #endif
         for (int64_t u = cur.units - 1; u >= 0; --u)          /* then any still free */
-            if (!__atomic_load_n(&cl[u], __ATOMIC_RELAXED) &&
-                !__atomic_exchange_n(&cl[u], 1, __ATOMIC_RELAXED))
+            if (mk_flow_claim(&cl[u]))
                 MK_FLOW_UNIT(t, cur, u, 1);
     }
 #else
