@@ -186,6 +186,11 @@ race16() {
   run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 -m microkernel compare \
       --kernels "$5" --threads 16 --sizes "$2" --rounds "$3" --pause "$4" --json "$OUT/$1"
 }
+# trace16 ARGS: bench/flow_trace.py (the team's timeline) at 16 threads, numpy and
+# PyTorch at 16 threads too where --after brings them in
+trace16() {
+  run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/flow_trace.py --calls 9 "$@"
+}
 # gate: numpy's GFLOP/s at 16 threads and n = 4096 (5 calls) printed, and calm=1 where
 # it reads at least 2,000 (a calm host: 2,417-2,505 in sessions 55-56; a busy one
 # 836-1,262), else calm=0; then the host's CPU model and caches (two models come, their
@@ -571,10 +576,9 @@ if [ "${1:-}" = trace ]; then
   {
     gate
     alone
-    tr() { run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/flow_trace.py "$@"; }
-    tr --sizes 1024,2048,4096 --calls 9 --json "$OUT/trace_alone.json"
+    trace16 --sizes 1024,2048,4096 --json "$OUT/trace_alone.json"
     for lib in numpy torch; do
-      tr --sizes 1024 --calls 9 --after $lib --json "$OUT/trace_after_$lib.json"
+      trace16 --sizes 1024 --after $lib --json "$OUT/trace_after_$lib.json"
     done
   } 2>&1 | tee "$OUT/device_trace.log"
   exit 0
@@ -596,9 +600,8 @@ if [ "${1:-}" = hpieces ]; then
       alone
     else
       alone
-      tr() { run env OMP_NUM_THREADS=16 python3 bench/flow_trace.py --sizes 1024,2048,4096 --calls 9 "$@"; }
-      tr --json "$OUT/trace_default.json"
-      tr --define MK_FLOW_HOME_PIECES=0 --json "$OUT/trace_counterpieces.json"
+      trace16 --sizes 1024,2048,4096 --json "$OUT/trace_default.json"
+      trace16 --sizes 1024,2048,4096 --define MK_FLOW_HOME_PIECES=0 --json "$OUT/trace_counterpieces.json"
       race16 "hpieces_16t_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/counterpieces_$k.c"
     fi
   } 2>&1 | tee "$OUT/device_hpieces.log"
