@@ -152,7 +152,8 @@
 #                                      pieces in arrival order (=0): bench/flow_trace.py of each
 #                                      at 1024-4096, raced beside numpy and PyTorch, paused; on a
 #                                      calm host each library alone at 1 and 16 threads first
-#                                      (2: the race at 1024 and 2048, 11 rounds, then alone)
+#                                      (2: the race at 1024 and 2048, 11 rounds, then alone
+#                                      and on a calm host the trace at 1024-4096)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -590,7 +591,7 @@ if [ "${1:-}" = hpieces ]; then
   # (bench/flow_trace.py) at 1024-4096, then raced at 16 threads beside numpy and
   # PyTorch, paused, 9 rounds (session 60's call 3, when the build with =1 was the
   # variant). 2: the race at 1024 and 2048 only, 11 rounds, then on a calm host each
-  # library alone at 1 and 16 threads
+  # library alone at 1 and 16 threads and the default's trace at 1024-4096
   k=$(f32)
   variant MK_FLOW_HOME_PIECES=0 counterpieces "$k"
   {
@@ -598,6 +599,7 @@ if [ "${1:-}" = hpieces ]; then
     if [ "${2:-}" = 2 ]; then
       race16 "hpieces2_16t_calm$calm.json" 1024,2048 11 0.3 "$k;$k@.amxvar/counterpieces_$k.c"
       alone
+      [ "$calm" = 1 ] && trace16 --sizes 1024,2048,4096 --json "$OUT/trace_calm.json"
     else
       alone
       trace16 --sizes 1024,2048,4096 --json "$OUT/trace_default.json"
