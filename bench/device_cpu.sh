@@ -154,6 +154,11 @@
 #                                      calm host each library alone at 1 and 16 threads first
 #                                      (2: the race at 1024 and 2048, 11 rounds, then alone
 #                                      and on a calm host the trace at 1024-4096)
+#   bash bench/device_cpu.sh steal     issue 24 at 16 threads: slivers of a unit run by threads that
+#                                      would wait (the default, MK_FLOW_STEAL 1) against whole units
+#                                      (=0): the thread tests and team check, the trace, raced
+#                                      beside numpy and PyTorch paused and back to back; on a
+#                                      calm host each library alone at 1 and 16 threads first
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -607,6 +612,25 @@ if [ "${1:-}" = hpieces ]; then
       race16 "hpieces_16t_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/counterpieces_$k.c"
     fi
   } 2>&1 | tee "$OUT/device_hpieces.log"
+  exit 0
+fi
+if [ "${1:-}" = steal ]; then
+  # issue 24: threads that would wait run the free slivers of others' units
+  # (MK_FLOW_STEAL 1 in c_src/mk_team.h, the default since session 61) against units
+  # run whole by their owner (MK_FLOW_STEAL=0, before): on a calm host each library
+  # alone first; the thread tests and bench/team_check.py at 16 threads; the default's
+  # trace at 1024-4096; raced at 16 threads beside numpy and PyTorch, paused (1024-4096)
+  # and back to back (256-2048, the others' workers still spinning)
+  k=$(f32)
+  variant MK_FLOW_STEAL=0 nosteal "$k"
+  {
+    gate
+    alone
+    team_checks
+    trace16 --sizes 1024,2048,4096 --json "$OUT/trace_steal.json"
+    race16 "steal_16t_pause_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/nosteal_$k.c"
+    race16 "steal_16t_b2b_calm$calm.json" 256,512,1024,2048 21 0 "$k;$k@.amxvar/nosteal_$k.c"
+  } 2>&1 | tee "$OUT/device_steal.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then

@@ -22,7 +22,8 @@ microseconds, then each share of threads x the call's time, which add up to 1):
   call       mk_run_team's time, and the GFLOP/s it gives (tracing costs a clock read per item)
   setup      mk_run_team's entry to the threads' start (workspace, counters)
   join       the threads' start to each thread's entry into the flow (pool wake-up)
-  units      inside the units' macro-kernels (A packed, micro-kernels)
+  units      inside the units' macro-kernels (A packed, micro-kernels), the slivers that
+             threads other than a unit's owner ran among them
   pieces     inside the B pieces' packing
   wait       in the items' waits (a unit for its B pieces or its C tiles' previous KC
              block, a piece for its buffer's last readers)
@@ -31,7 +32,9 @@ microseconds, then each share of threads x the call's time, which add up to 1):
 
 and the GFLOP/s per thread inside the units (the call's flops over the units' summed
 time: what one core reaches in the macro-kernel, to set against one thread's gemm()),
-the units taken away from their home thread, and the spread of the threads' unit time.
+the units taken away from their home thread, the share of the units' time in slivers
+run by other threads than the unit's owner (MK_FLOW_STEAL), and the spread of the
+threads' unit time.
 Nothing is asserted: this measures and reports. Each traced result is checked against
 the float64 reference first.
 """
@@ -102,8 +105,8 @@ def run(args, sizes, tmp) -> int:
           f"the median and the fastest of {args.calls} traced calls"
           f"{'' if before is None else ', each after ' + args.after}")
     print("| n | call us | GFLOP/s | " + " | ".join(keys) +
-          " | GFLOP/s per thread in units | stolen | max join us | unit time max/mean |")
-    print("|" + "---|" * (len(keys) + 7))
+          " | GFLOP/s per thread in units | stolen | stolen slivers | max join us | unit time max/mean |")
+    print("|" + "---|" * (len(keys) + 8))
     for n in sizes:
         A = rng.standard_normal((n, n), dtype=np.float32)
         B = rng.standard_normal((n, n), dtype=np.float32)
@@ -138,7 +141,7 @@ def run(args, sizes, tmp) -> int:
         for tag, c in (("median", med), ("fastest", best)):
             print(f"| {n} {tag} | {c['call_us']:.0f} | {c['gflops']:.0f} | " +
                   " | ".join(f"{c[k]:.3f}" for k in keys) +
-                  f" | {c['unit_gflops_per_thread']:.1f} | {c['stolen']:.2f} | "
+                  f" | {c['unit_gflops_per_thread']:.1f} | {c['stolen']:.2f} | {c['steal']:.2f} | "
                   f"{c['join_max_us']:.0f} | {c['unit_time_spread']:.2f} |", flush=True)
     if args.json:
         write_json(args.json, out)

@@ -94,11 +94,13 @@ static inline void mk_pack_b_block(int64_t w0, int64_t nc, int64_t kc, int64_t k
 /* The macro-kernel of one part of a block: mc rows of A (a: row ic, column pc) packed
  * into a_pack (pack_a = 0: a_pack holds them packed already, a is not read), then the
  * jr loop over the packed B panels u0..u1 (b_stride apart) and the ir loop over the MR
- * panels of those rows, into C (c: row ic, column jc). */
+ * panels of those rows, into C (c: row ic, column jc). MK_PREFETCH_B gets each jr
+ * step's next panel; the last step's is u_wrap (the loops: u0, a guess at the next
+ * part; the flow's slivers: the part's next sliver). */
 static inline void mk_macro(const mk_ukernel_desc *uk, int64_t mc, int64_t kc, int64_t kcp,
                             MK_TC alpha, const MK_SA *a, int64_t rs_a, int64_t cs_a,
                             const MK_TB *b_pack, int64_t b_stride, int64_t u0, int64_t u1,
-                            int64_t w0, int64_t nc, const MK_TC *beta_p, MK_TC *c,
+                            int64_t u_wrap, int64_t w0, int64_t nc, const MK_TC *beta_p, MK_TC *c,
                             int64_t rs_c, int64_t cs_c, MK_TA *a_pack, MK_TC *edge, int pack_a)
 {
     const int64_t mr = MK_TILE_MR(uk), nr = MK_TILE_NR(uk);
@@ -108,9 +110,9 @@ static inline void mk_macro(const mk_ukernel_desc *uk, int64_t mc, int64_t kc, i
     for (int64_t jp = u0; jp < u1; ++jp) {
         const int64_t j = mk_panel_col(jp, w0, nr);
         const int64_t ncur = mk_panel_width(jp, w0, nr, nc);
-        /* the panel of the next jr step (after the part's last, its first: a guess at
-         * the next part), its bytes shared among this ir loop's calls */
-        const char *next_b = (const char *)(b_pack + (jp + 1 < u1 ? jp + 1 : u0) * b_stride);
+        /* the panel of the next jr step (after the last, u_wrap), its bytes shared
+         * among this ir loop's calls */
+        const char *next_b = (const char *)(b_pack + (jp + 1 < u1 ? jp + 1 : u_wrap) * b_stride);
         const int64_t next_bytes = nr * kcp * (int64_t)sizeof(MK_TB);
         (void)next_b; (void)next_bytes;
         for (int64_t ip = 0; ip < mpanels; ++ip) {
@@ -214,7 +216,7 @@ static void mk_loops(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
             }
             for (int64_t ic = r0; ic < r1; ic += mcb)
                 mk_macro(uk, mk_min(mcb, r1 - ic), kc, kcp, alpha, a + ic * rs_a + pc * cs_a,
-                         rs_a, cs_a, b_pack, b_stride, q0, q1, w0, nc, beta_p,
+                         rs_a, cs_a, b_pack, b_stride, q0, q1, q0, w0, nc, beta_p,
                          c + ic * rs_c + jc * cs_c, rs_c, cs_c, a_pack, edge, 1);
         }
         jc += nc;
@@ -263,7 +265,7 @@ static void mk_loops_slab(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
             mk_pack_b_block(w0, nc, kc, kcp, b + pc * rs_b + jc * cs_b, rs_b, cs_b, nr, b_pack);
             for (int64_t ic = 0; ic < m; ic += mc_blk)
                 mk_macro(uk, mk_min(mc_blk, m - ic), kc, kcp, alpha, a + ic * rs_a + pc * cs_a,
-                         rs_a, cs_a, b_pack, nr * kcp, 0, npanels, w0, nc, beta_p,
+                         rs_a, cs_a, b_pack, nr * kcp, 0, npanels, 0, w0, nc, beta_p,
                          c + ic * rs_c + jc * cs_c, rs_c, cs_c, slab + ic * kcp, edge, jc == 0);
             jc += nc;
         }

@@ -124,6 +124,26 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
 #define MK_FLOW_HOME_PIECES 1
 #endif
 
+/* MK_FLOW_STEAL 1 (the default since session 61): a unit is run in slivers of
+ * MK_FLOW_SLIVER of its B panels, handed out one at a time by the unit's own counter,
+ * so that a thread that would otherwise wait (for a unit whose C tiles it adds to next,
+ * for the last readers of a buffer it packs into, or at the call's end with nothing
+ * left to take) runs the slivers that the unit's owner has not reached yet. Before it,
+ * a thread descheduled inside a unit it had taken held every thread that needed that
+ * unit, and the call, until the scheduler gave it a core again (the timeline of
+ * session 60: 5 of 9 calls at n = 1024 on a busy 16-core host took 2.8-11x the
+ * fastest); now it holds them for at most the one sliver it is inside. A thief packs
+ * the unit's rows of A into its own A block first (the same packing, so C is the same
+ * bit for bit whoever runs a sliver). MK_FLOW_STEAL 0: a unit is one sliver, its owner's
+ * alone. */
+#ifndef MK_FLOW_STEAL
+#define MK_FLOW_STEAL 1
+#endif
+#ifndef MK_FLOW_SLIVER
+#define MK_FLOW_SLIVER 2
+#endif
+#define MK_FLOW_SL_WORDS 8      /* a unit's two sliver counters on a 64-byte line of their own */
+
 /* Unit u of block t, when finished, writes t into done[t % MK_FLOW_RING][u] (-1
  * before). The slot is next written by unit u of block t + MK_FLOW_RING, which runs
  * only after every unit of block t + MK_FLOW_RING - MK_FLOW_BUFS has finished (its B
@@ -144,6 +164,8 @@ typedef struct {
     unsigned char *claimed; /* [T][units] MK_FLOW_HOME: unit u of block t handed out */
     unsigned char *pclaimed; /* [T][threads] MK_FLOW_HOME_PIECES: piece p of block t handed out */
     int64_t threads;    /* the team asked for: a block's pieces are at most that many */
+    int64_t *sl;        /* [T][units][MK_FLOW_SL_WORDS] a unit's slivers handed out, finished */
+    int64_t *ps;        /* [T][threads][MK_FLOW_SL_WORDS] a piece's panels handed out, packed */
 } mk_flow;
 
 /* Block t of the flow: its place (jc, nc, w0, pc, kc, kcp) and its item counts. */
@@ -191,6 +213,232 @@ static inline int mk_flow_claim(unsigned char *p)
     return !__atomic_load_n(p, __ATOMIC_RELAXED) && !__atomic_exchange_n(p, 1, __ATOMIC_RELAXED);
 }
 
+/* One thread's view of a flow call: the call's operands and shapes, the team's blocking,
+ * this thread's A block and edge tile, and the shared state. */
+typedef struct {
+    const mk_ukernel_desc *uk;
+    int64_t m, n, k, nc_blk, kc_blk, nr, chunk, parts, row_chunks;
+    MK_TC alpha, beta;
+    const MK_SA *a;
+    int64_t rs_a, cs_a;
+    const MK_SB *b;
+    int64_t rs_b, cs_b;
+    MK_TC *c;
+    int64_t rs_c, cs_c;
+    MK_TA *a_pack;
+    MK_TB *const *b_bufs;
+    MK_TC *edge;
+    int nt, self;
+    mk_flow *fl;
+} mk_flow_ctx;
+
+static mk_flow_block mk_flow_blk(const mk_flow_ctx *x, int64_t t)
+{
+    return mk_flow_at(t, x->n, x->k, x->nc_blk, x->kc_blk, x->fl->lead, x->nr, x->row_chunks,
+                      x->parts, x->nt);
+}
+
+/* Piece `off` of block tb (described by nb): its share of the block's B panels packed
+ * into the block's buffer (mk_flow_panels), once the buffer's last reader, block
+ * tb - MK_FLOW_BUFS, is done (while it is not, the thread runs that block's free
+ * slivers, mk_flow_help). */
+static void mk_flow_piece(mk_flow_ctx *x, int64_t tb, const mk_flow_block *nb, int64_t off);
+/* Unit u of block t (described by cb): once its B pieces are packed and its C tiles'
+ * previous KC block is added (while they are not, the thread packs free panels of
+ * those pieces or runs free slivers of that unit), its slivers until none is left
+ * (mk_flow_slivers). */
+static void mk_flow_unit(mk_flow_ctx *x, int64_t t, const mk_flow_block *cb, int64_t u,
+                         int stolen);
+
+/* The panels of piece `off` of block tb, handed out one at a time (MK_FLOW_STEAL; else
+ * all at once) by the piece's counter ps[0] to its owner and to any thread that would
+ * otherwise wait for them (mk_flow_help_pieces); ps[1] counts those packed, and the
+ * thread that packs the last adds the piece to packed[tb]. Returns the panels this
+ * thread packed. */
+static int64_t mk_flow_panels(mk_flow_ctx *x, int64_t tb, const mk_flow_block *nb, int64_t off)
+{
+    mk_flow *fl = x->fl;
+    const int64_t j0 = nb->npanels * off / nb->pieces, j1 = nb->npanels * (off + 1) / nb->pieces;
+    const int64_t w = MK_FLOW_STEAL ? 1 : j1 - j0, P = (j1 - j0 + w - 1) / w;
+    int64_t *ps = fl->ps + (tb * fl->threads + off) * MK_FLOW_SL_WORDS;
+    MK_TB *dst = x->b_bufs[tb % MK_FLOW_BUFS];
+    int64_t ran = 0, s;
+    while (__atomic_load_n(&ps[0], __ATOMIC_RELAXED) < P &&
+           (s = __atomic_fetch_add(&ps[0], 1, __ATOMIC_RELAXED)) < P) {
+        for (int64_t jp = j0 + s * w; jp < mk_min(j0 + (s + 1) * w, j1); ++jp)
+            mk_pack_b_panel(jp, nb->w0, x->nr, nb->nc, nb->kc, nb->kcp,
+                            x->b + nb->pc * x->rs_b + nb->jc * x->cs_b, x->rs_b, x->cs_b,
+                            dst + jp * nb->b_stride);
+        ++ran;
+        if (__atomic_add_fetch(&ps[1], 1, __ATOMIC_ACQ_REL) == P)
+            __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);
+#ifdef MK_FLOW_STALL_PIECE_NS
+        /* tests: the thread that packed the first panel of block 1's first piece stops
+         * after it, as a thread descheduled inside its piece would */
+        if (tb == 1 && off == 0 && s == 0) {
+            const struct timespec nap = {MK_FLOW_STALL_PIECE_NS / 1000000000,
+                                         MK_FLOW_STALL_PIECE_NS % 1000000000};
+            nanosleep(&nap, NULL);
+        }
+#endif
+    }
+    return ran;
+}
+
+/* The slivers of unit u of block t: its part's panels p0..p1 in runs of MK_FLOW_SLIVER
+ * (MK_FLOW_STEAL; else one run), handed out by the unit's counter sl[0] to its owner
+ * and to any thread that would otherwise wait (mk_flow_help); sl[1] counts those
+ * finished, and the thread that finishes the last marks the unit done. Each thread
+ * packs the unit's rows of A into its own A block before its first sliver of the unit
+ * (the same packing, so C is the same whoever runs a sliver). Returns the slivers this
+ * thread ran. */
+static int64_t mk_flow_slivers(mk_flow_ctx *x, int64_t t, const mk_flow_block *cb, int64_t u)
+{
+    mk_flow *fl = x->fl;
+    const MK_TC one = 1;
+    const int64_t part = u / x->row_chunks, ic = u % x->row_chunks * x->chunk;
+    const int64_t p0 = cb->npanels * part / cb->parts, p1 = cb->npanels * (part + 1) / cb->parts;
+    const int64_t w = MK_FLOW_STEAL ? MK_FLOW_SLIVER : p1 - p0, S = (p1 - p0 + w - 1) / w;
+    int64_t *sl = fl->sl + (t * fl->units + u) * MK_FLOW_SL_WORDS;
+    int64_t ran = 0, s;
+    while (__atomic_load_n(&sl[0], __ATOMIC_RELAXED) < S &&
+           (s = __atomic_fetch_add(&sl[0], 1, __ATOMIC_RELAXED)) < S) {
+        const int64_t s0 = p0 + s * w, s1 = mk_min(s0 + w, p1);
+        mk_macro(x->uk, mk_min(x->chunk, x->m - ic), cb->kc, cb->kcp, x->alpha,
+                 x->a + ic * x->rs_a + cb->pc * x->cs_a, x->rs_a, x->cs_a,
+                 x->b_bufs[t % MK_FLOW_BUFS], cb->b_stride, s0, s1, s1 < p1 ? s1 : p0, cb->w0,
+                 cb->nc, cb->pc == 0 ? &x->beta : &one, x->c + ic * x->rs_c + cb->jc * x->cs_c,
+                 x->rs_c, x->cs_c, x->a_pack, x->edge, ran == 0);
+        ++ran;
+        /* acq_rel: the last finisher's add reads every earlier one's (their C tiles) */
+        if (__atomic_add_fetch(&sl[1], 1, __ATOMIC_ACQ_REL) == S) {
+            __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
+            __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);
+        }
+#ifdef MK_FLOW_STALL_NS
+        /* tests: the thread that ran the first sliver of the call's first unit stops
+         * after it, as a thread descheduled inside its unit would */
+        if (t == 0 && u == 0 && s == 0) {
+            const struct timespec nap = {MK_FLOW_STALL_NS / 1000000000, MK_FLOW_STALL_NS % 1000000000};
+            nanosleep(&nap, NULL);
+        }
+#endif
+    }
+    return ran;
+}
+
+/* A thread that would wait for block tb's B packs free panels of its pieces
+ * (MK_FLOW_STEAL), once the buffer's last readers are done. in_wait: called from a
+ * wait (the timeline's PANELS event says so). Returns the panels packed. */
+static int64_t mk_flow_help_pieces(mk_flow_ctx *x, int64_t tb, int in_wait)
+{
+#if MK_FLOW_STEAL
+    mk_flow *fl = x->fl;
+    if (tb >= MK_FLOW_BUFS) {
+        const mk_flow_block ob = mk_flow_blk(x, tb - MK_FLOW_BUFS);
+        if (__atomic_load_n(&fl->finished[tb - MK_FLOW_BUFS], __ATOMIC_ACQUIRE) < ob.units)
+            return 0;
+    }
+    const mk_flow_block nb = mk_flow_blk(x, tb);
+    for (int64_t p = 0; p < nb.pieces; ++p) {
+        const int64_t P = nb.npanels * (p + 1) / nb.pieces - nb.npanels * p / nb.pieces;
+        if (__atomic_load_n(&fl->ps[(tb * fl->threads + p) * MK_FLOW_SL_WORDS], __ATOMIC_RELAXED) >= P)
+            continue;
+        MK_TR_T(h0_);
+        const int64_t ran = mk_flow_panels(x, tb, &nb, p);
+        if (ran) {
+            MK_TR_PUT(x->self, MK_TR_PANELS, tb, p + (in_wait ? MK_TR_INWAIT : 0), h0_, h0_);
+            return ran;
+        }
+    }
+#else
+    (void)x; (void)tb; (void)in_wait;
+#endif
+    return 0;
+}
+
+/* A thread that would wait runs free slivers (MK_FLOW_STEAL): of unit u of block t, or,
+ * while that unit still waits for the same unit of the KC block before (the same C
+ * tiles), of that one, down the chain; while a unit's B is not packed yet, free panels
+ * of its pieces (mk_flow_help_pieces). Only a unit whose B is packed and whose previous
+ * KC block is done, the waits its owner makes. in_wait: called from a wait (the
+ * timeline's STEAL event says so). Returns the slivers run or panels packed. */
+static int64_t mk_flow_help(mk_flow_ctx *x, int64_t t, int64_t u, int in_wait)
+{
+#if MK_FLOW_STEAL
+    mk_flow *fl = x->fl;
+    for (; t >= 0; --t) {
+        const mk_flow_block cb = mk_flow_blk(x, t);
+        if (u >= cb.units)
+            return 0;
+        const int64_t part = u / x->row_chunks;
+        const int64_t S = (cb.npanels * (part + 1) / cb.parts - cb.npanels * part / cb.parts +
+                           MK_FLOW_SLIVER - 1) / MK_FLOW_SLIVER;
+        if (__atomic_load_n(&fl->sl[(t * fl->units + u) * MK_FLOW_SL_WORDS], __ATOMIC_RELAXED) >= S)
+            return 0;
+        if (__atomic_load_n(&fl->packed[t], __ATOMIC_ACQUIRE) < cb.pieces)
+            return mk_flow_help_pieces(x, t, in_wait);
+        if (cb.pc > 0 &&
+            __atomic_load_n(&fl->done[(t - 1) % MK_FLOW_RING * fl->units + u], __ATOMIC_ACQUIRE) < t - 1)
+            continue;                   /* its C tiles' previous KC block first */
+        MK_TR_T(h0_);
+        const int64_t ran = mk_flow_slivers(x, t, &cb, u);
+        if (ran)
+            MK_TR_PUT(x->self, MK_TR_STEAL, t, u + (in_wait ? MK_TR_INWAIT : 0), h0_, h0_);
+        return ran;
+    }
+#else
+    (void)x; (void)t; (void)u; (void)in_wait;
+#endif
+    return 0;
+}
+
+static void mk_flow_piece(mk_flow_ctx *x, int64_t tb, const mk_flow_block *nb, int64_t off)
+{
+    mk_flow *fl = x->fl;
+    MK_TR_T(w0_);
+    if (tb >= MK_FLOW_BUFS) {
+        const int64_t old = tb - MK_FLOW_BUFS;
+        const mk_flow_block ob = mk_flow_blk(x, old);
+        for (unsigned spins = 0; __atomic_load_n(&fl->finished[old], __ATOMIC_ACQUIRE) < ob.units; ++spins) {
+            int64_t ran = 0;
+            for (int64_t u = 0; u < ob.units && !ran; ++u)
+                ran = mk_flow_help(x, old, u, 1);
+            if (ran)
+                spins = 0;
+            else
+                mk_wait_step(spins);   /* its readers may be descheduled on our core */
+        }
+    }
+    MK_TR_T(w1_);
+    mk_flow_panels(x, tb, nb, off);
+    MK_TR_PUT(x->self, MK_TR_PIECE, tb, off, w0_, w1_);
+}
+
+static void mk_flow_unit(mk_flow_ctx *x, int64_t t, const mk_flow_block *cb, int64_t u,
+                         int stolen)
+{
+    mk_flow *fl = x->fl;
+    MK_TR_T(w0_);
+    for (unsigned spins = 0; __atomic_load_n(&fl->packed[t], __ATOMIC_ACQUIRE) < cb->pieces; ++spins)
+        if (mk_flow_help_pieces(x, t, 1))
+            spins = 0;
+        else
+            mk_wait_step(spins);       /* its packers may be descheduled on our core */
+    if (cb->pc > 0) {
+        const int64_t *d = &fl->done[(t - 1) % MK_FLOW_RING * fl->units + u];
+        for (unsigned spins = 0; __atomic_load_n(d, __ATOMIC_ACQUIRE) < t - 1; ++spins)
+            if (mk_flow_help(x, t - 1, u, 1))
+                spins = 0;
+            else
+                mk_wait_step(spins);
+    }
+    MK_TR_T(w1_);
+    mk_flow_slivers(x, t, cb, u);
+    MK_TR_PUT(x->self, MK_TR_UNIT, t, u + (stolen ? MK_TR_STOLEN : 0), w0_, w1_);
+    (void)stolen;
+}
+
 static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64_t k,
                           int64_t nc_blk, int64_t kc_blk, MK_TC alpha,
                           const MK_SA *a, int64_t rs_a, int64_t cs_a,
@@ -200,96 +448,58 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
                           int nt, int self, int64_t chunk, int64_t parts, mk_flow *fl)
 {
     MK_TR_T(th0_);
-    const int64_t nr = MK_TILE_NR(uk);
-    const MK_TC one = 1;
     MK_THREAD_SETUP();
-    const int64_t row_chunks = (m + chunk - 1) / chunk, T = fl->blocks;
-#define MK_FLOW_AT(t) mk_flow_at(t, n, k, nc_blk, kc_blk, fl->lead, nr, row_chunks, parts, nt)
-    /* piece `off` of block tb (described by `nb`): pack its share of the block's B panels
-     * once the buffer's last reader, block tb - MK_FLOW_BUFS, is done */
-#define MK_FLOW_PIECE(tb, nb, off)                                                               \
-    do {                                                                                        \
-        MK_TR_T(w0_);                                                                           \
-        if ((tb) >= MK_FLOW_BUFS) {                                                             \
-            const mk_flow_block old_ = MK_FLOW_AT((tb) - MK_FLOW_BUFS);                         \
-            mk_flow_wait(&fl->finished[(tb) - MK_FLOW_BUFS], old_.units);                       \
-        }                                                                                       \
-        MK_TR_T(w1_);                                                                           \
-        MK_TB *dst_ = b_bufs[(tb) % MK_FLOW_BUFS];                                              \
-        for (int64_t jp = (nb).npanels * (off) / (nb).pieces;                                   \
-             jp < (nb).npanels * ((off) + 1) / (nb).pieces; ++jp)                               \
-            mk_pack_b_panel(jp, (nb).w0, nr, (nb).nc, (nb).kc, (nb).kcp,                        \
-                            b + (nb).pc * rs_b + (nb).jc * cs_b, rs_b, cs_b, dst_ + jp * (nb).b_stride); \
-        MK_TR_PUT(self, MK_TR_PIECE, tb, off, w0_, w1_);                                        \
-        __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);                               \
-    } while (0)
-    /* unit u of block t (described by `cb`): once its B pieces are packed and its C tiles'
-     * previous KC block is added, its rows of A packed and its part of the B block */
-#define MK_FLOW_UNIT(t, cb, u, stolen)                                                          \
-    do {                                                                                        \
-        MK_TR_T(w0_);                                                                           \
-        mk_flow_wait(&fl->packed[t], (cb).pieces);                                              \
-        if ((cb).pc > 0)                                                                        \
-            mk_flow_wait(&fl->done[((t) - 1) % MK_FLOW_RING * fl->units + (u)], (t) - 1);       \
-        MK_TR_T(w1_);                                                                           \
-        const int64_t part_ = (u) / row_chunks, ic_ = (u) % row_chunks * chunk;                 \
-        mk_macro(uk, mk_min(chunk, m - ic_), (cb).kc, (cb).kcp, alpha,                          \
-                 a + ic_ * rs_a + (cb).pc * cs_a, rs_a, cs_a, b_bufs[(t) % MK_FLOW_BUFS],       \
-                 (cb).b_stride, (cb).npanels * part_ / (cb).parts,                              \
-                 (cb).npanels * (part_ + 1) / (cb).parts, (cb).w0, (cb).nc,                     \
-                 (cb).pc == 0 ? &beta : &one, c + ic_ * rs_c + (cb).jc * cs_c, rs_c, cs_c,      \
-                 a_pack, edge, 1);                                                              \
-        MK_TR_PUT(self, MK_TR_UNIT, t, (u) + ((stolen) ? MK_TR_STOLEN : 0), w0_, w1_);           \
-        __atomic_store_n(&fl->done[(t) % MK_FLOW_RING * fl->units + (u)], (t), __ATOMIC_RELEASE); \
-        __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);                              \
-    } while (0)
+    mk_flow_ctx ctx = {uk, m, n, k, nc_blk, kc_blk, MK_TILE_NR(uk), chunk, parts,
+                       (m + chunk - 1) / chunk, alpha, beta, a, rs_a, cs_a, b, rs_b, cs_b,
+                       c, rs_c, cs_c, a_pack, b_bufs, edge, nt, self, fl};
+    mk_flow_ctx *x = &ctx;
+    const int64_t T = fl->blocks;
 #if MK_FLOW_HOME
     for (int64_t t = -1; t < T; ++t) {
         /* segment t: the pieces of block t + 1, then the units of block t */
 #if MK_FLOW_HOME_PIECES
         /* piece `self` of block t + 1 first (its panels are about those of this thread's
          * home units), the others after this thread's own units of block t */
-        const mk_flow_block nxt = MK_FLOW_AT(t + 1 < T ? t + 1 : t);
+        const mk_flow_block nxt = mk_flow_blk(x, t + 1 < T ? t + 1 : t);
         unsigned char *pcl = fl->pclaimed + (t + 1) * fl->threads;
         if (t + 1 < T && self < nxt.pieces && mk_flow_claim(&pcl[self]))
-            MK_FLOW_PIECE(t + 1, nxt, (int64_t)self);
+            mk_flow_piece(x, t + 1, &nxt, (int64_t)self);
 #define MK_FLOW_OTHER_PIECES()                                                                  \
         for (int64_t p = 0; t + 1 < T && p < nxt.pieces; ++p)                                   \
             if (mk_flow_claim(&pcl[p]))                                                         \
-                MK_FLOW_PIECE(t + 1, nxt, p);
+                mk_flow_piece(x, t + 1, &nxt, p);
         if (t < 0) {
             MK_FLOW_OTHER_PIECES();
             continue;
         }
 #else
         if (t + 1 < T) {
-            const mk_flow_block nxt = MK_FLOW_AT(t + 1);
+            const mk_flow_block nxt = mk_flow_blk(x, t + 1);
             for (int64_t off; (off = __atomic_fetch_add(&fl->taken[t + 1], 1, __ATOMIC_RELAXED)) < nxt.pieces;)
-                MK_FLOW_PIECE(t + 1, nxt, off);
+                mk_flow_piece(x, t + 1, &nxt, off);
         }
         if (t < 0)
             continue;
 #endif
-        const mk_flow_block cur = MK_FLOW_AT(t);
+        const mk_flow_block cur = mk_flow_blk(x, t);
         unsigned char *cl = fl->claimed + t * fl->units;
         /* this thread's own units: a contiguous range, mostly of one part of the B block */
         for (int64_t u = cur.units * self / nt; u < cur.units * (self + 1) / nt; ++u)
             if (mk_flow_claim(&cl[u]))
-                MK_FLOW_UNIT(t, cur, u, 0);
+                mk_flow_unit(x, t, &cur, u, 0);
 #if MK_FLOW_HOME_PIECES
         MK_FLOW_OTHER_PIECES();
 #undef MK_FLOW_OTHER_PIECES
 #endif
         for (int64_t u = cur.units - 1; u >= 0; --u)          /* then any still free */
             if (mk_flow_claim(&cl[u]))
-                MK_FLOW_UNIT(t, cur, u, 1);
+                mk_flow_unit(x, t, &cur, u, 1);
     }
 #else
-    (void)self;
     /* this thread's place in the list: segment t (-1: block 0's pieces) starts at item
      * base; cur is block t, nxt block t + 1 (pieces 0 past the last block) */
     int64_t t = -1, base = 0;
-    mk_flow_block cur = MK_FLOW_AT(0), nxt = cur;
+    mk_flow_block cur = mk_flow_blk(x, 0), nxt = cur;
     int64_t seg = nxt.pieces;
     for (;;) {
         const int64_t item = __atomic_fetch_add(&fl->next, 1, __ATOMIC_RELAXED);
@@ -300,7 +510,7 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
                 break;
             cur = nxt;
             if (t + 1 < T)
-                nxt = MK_FLOW_AT(t + 1);
+                nxt = mk_flow_blk(x, t + 1);
             else
                 nxt.pieces = 0;
             seg = nxt.pieces + cur.units;
@@ -309,14 +519,25 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
             break;
         const int64_t off = item - base;
         if (off < nxt.pieces)                       /* a piece of block t + 1's B */
-            MK_FLOW_PIECE(t + 1, nxt, off);
+            mk_flow_piece(x, t + 1, &nxt, off);
         else                                        /* a unit of block t */
-            MK_FLOW_UNIT(t, cur, off - nxt.pieces, 0);
+            mk_flow_unit(x, t, &cur, off - nxt.pieces, 0);
     }
 #endif
-#undef MK_FLOW_UNIT
-#undef MK_FLOW_PIECE
-#undef MK_FLOW_AT
+#if MK_FLOW_STEAL
+    /* every item handed out: the free slivers of units still running (the call's tail,
+     * or a thread descheduled inside its unit), until none is left */
+    for (int64_t ran = 1; ran;) {
+        ran = 0;
+        for (int64_t tb = 0; tb < T; ++tb) {
+            const mk_flow_block ob = mk_flow_blk(x, tb);
+            if (__atomic_load_n(&fl->finished[tb], __ATOMIC_RELAXED) >= ob.units)
+                continue;
+            for (int64_t u = 0; u < ob.units; ++u)
+                ran += mk_flow_help(x, tb, u, 0);
+        }
+    }
+#endif
     MK_PREFETCH_B(NULL, 0);
     MK_THREAD_TEARDOWN();
     MK_TR_PUT(self, MK_TR_THREAD, 0, nt, th0_, 0);
@@ -400,7 +621,7 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
     const int64_t want = blk->parts > 0 ? blk->parts : mk_team_parts(panels, ways, mc_blk / mr);
     const int64_t parts = mk_min(want, (mk_min(n, nc_blk) + nr - 1) / nr + (MK_C_ALIGN > 0));
     const int64_t chunk = mk_min(mc_blk, (panels * parts + ways - 1) / ways * mr);
-    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0, NULL, NULL, NULL, 0};
+    mk_flow fl = {0, NULL, NULL, NULL, 0, 0, 0, NULL, NULL, NULL, 0, NULL, NULL};
     int64_t *counts = NULL;
     if (flow) {
         fl.lead = mk_lead(g->c, g->rs_c, g->cs_c, n, nr);
@@ -408,11 +629,13 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
         const int64_t T = fl.blocks;
         fl.units = (m + chunk - 1) / chunk * parts;
         /* packed, finished, done; with MK_FLOW_HOME taken and the claimed bytes after,
-         * then the pieces' claimed bytes */
+         * then the pieces' claimed bytes; then, from the next 64-byte line, the slivers'
+         * counters */
         const size_t words = (size_t)(2 * T + MK_FLOW_RING * fl.units) +
                              (MK_FLOW_HOME ? (size_t)T + ((size_t)(T * fl.units) + 7) / 8 +
                                                  ((size_t)(T * nthreads) + 7) / 8 : 0);
-        counts = (int64_t *)calloc(words, sizeof *counts);
+        const size_t sl_words = (size_t)(T * (fl.units + nthreads)) * MK_FLOW_SL_WORDS;
+        counts = (int64_t *)calloc(words + MK_FLOW_SL_WORDS + sl_words, sizeof *counts);
         if (!counts)
             return MK_ENOMEM;
         fl.packed = counts;
@@ -422,8 +645,10 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
             fl.taken = counts + 2 * T + MK_FLOW_RING * fl.units;
             fl.claimed = (unsigned char *)(fl.taken + T);
             fl.pclaimed = fl.claimed + ((size_t)(T * fl.units) + 7) / 8 * 8;
-            fl.threads = nthreads;
         }
+        fl.sl = (int64_t *)(((uintptr_t)(counts + words) + 63) & ~(uintptr_t)63);
+        fl.ps = fl.sl + (size_t)(T * fl.units) * MK_FLOW_SL_WORDS;
+        fl.threads = nthreads;
         for (int64_t u = 0; u < MK_FLOW_RING * fl.units; ++u)
             fl.done[u] = -1;
     }

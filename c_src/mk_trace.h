@@ -13,15 +13,20 @@
  *
  *   int32 call   the module's team call number (0, 1, ...)
  *   int16 slot   the thread's pool slot or OpenMP thread number (-1: the caller's call event)
- *   int16 kind   MK_TR_PIECE (a piece of B packed), MK_TR_UNIT (a unit run),
+ *   int16 kind   MK_TR_PIECE (a piece of B taken and its panels packed by its owner),
+ *                MK_TR_UNIT (a unit taken and its slivers run by its owner),
+ *                MK_TR_STEAL (slivers of a unit run by another thread, MK_FLOW_STEAL),
+ *                MK_TR_PANELS (panels of a piece packed by another thread),
  *                MK_TR_THREAD (a thread's time in mk_loops_flow), MK_TR_CALL (the call)
  *   int32 block  the item's KC x NC block t (THREAD: 0; CALL: the blocks T)
  *   int32 index  the piece's or unit's number in the block (UNIT: + MK_TR_STOLEN when
- *                the unit is not in the thread's home range; THREAD: the team's threads;
- *                CALL: the units of a block)
- *   int64 t0, t1, t2  PIECE / UNIT: before its waits, after them, when done;
- *                THREAD: its entry, 0, its exit; CALL: mk_run_team's entry, the
- *                threads' start (pool or OpenMP), its return
+ *                the unit is not in the thread's home range; STEAL / PANELS: + MK_TR_INWAIT when
+ *                run inside a wait of a PIECE or UNIT of the same thread, whose t0..t1
+ *                then holds it; THREAD: the team's threads; CALL: the units of a block)
+ *   int64 t0, t1, t2  PIECE / UNIT: before its waits, after them, when done (a unit
+ *                or piece of which others ran a share may end before they do); STEAL /
+ *                PANELS: its start twice, its end; THREAD: its entry, 0, its exit; CALL: mk_run_team's
+ *                entry, the threads' start (pool or OpenMP), its return
  *
  * Times come from clock_gettime (vDSO, tens of nanoseconds), against items of tens of
  * microseconds or more. At most MK_TR_MAX events are kept per call; past that they are
@@ -31,8 +36,10 @@
 #include <stdio.h>
 #include <time.h>
 
-enum { MK_TR_PIECE = 0, MK_TR_UNIT = 1, MK_TR_THREAD = 2, MK_TR_CALL = 3 };
+enum { MK_TR_PIECE = 0, MK_TR_UNIT = 1, MK_TR_THREAD = 2, MK_TR_CALL = 3, MK_TR_STEAL = 4,
+       MK_TR_PANELS = 5 };
 #define MK_TR_STOLEN (1 << 30)
+#define MK_TR_INWAIT (1 << 29)
 #ifndef MK_TR_MAX
 #define MK_TR_MAX 65536
 #endif

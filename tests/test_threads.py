@@ -243,8 +243,10 @@ def test_the_flow_timeline_shows_each_item_once_and_in_dependency_order(tmp_path
     most one piece per thread, several pieces in some block); a unit starts its work
     only after every piece of its block is packed and after the same unit of the
     previous KC block (the same C tiles) is done; a piece only after every unit of the
-    block MK_FLOW_BUFS (3) back, its buffer's last readers; every item lies inside its
-    thread's time in the flow; and the breakdown's shares each lie in [0, 1]."""
+    block MK_FLOW_BUFS (3) back, its buffer's last readers (a unit is done when its owner
+    and every thread that ran some of its slivers are, flow_trace.unit_ends; a stolen
+    sliver run obeys the same waits); every item lies inside its thread's time in the
+    flow; and the breakdown's shares each lie in [0, 1]."""
     import numpy as np
     import microkernel as mk
     from microkernel import flow_trace as ft, validate
@@ -290,18 +292,68 @@ def test_the_flow_timeline_shows_each_item_once_and_in_dependency_order(tmp_path
         pieces = [count[ft.PIECE, t] for t in range(blocks)]
         assert max(pieces) <= threads, pieces
         most_pieces = max(most_pieces, max(pieces))
-        for (t, u), e in done.items():
-            last_piece = max(int(p["t2"]) for (tp, _), p in packed.items() if tp == t)
-            assert e["t1"] >= last_piece, (t, u)
+        ends, piece_ends = ft.ends(ev, ft.UNIT), ft.ends(ev, ft.PIECE)
+        assert set(ends) == set(done) and set(piece_ends) == set(packed), \
+            "a share of an item that has no owner"
+        starts = {kind: [(key, int(e["t1"])) for key, e in table.items()]
+                  for kind, table in ((ft.UNIT, done), (ft.PIECE, packed))}
+        for kind, share in ((ft.UNIT, ft.STEAL), (ft.PIECE, ft.PANELS)):
+            for e in ev[ev["kind"] == share]:
+                lo, hi = window[int(e["slot"])]
+                assert lo <= e["t0"] <= e["t2"] <= hi, e
+                starts[kind].append(((int(e["block"]), int(e["index"]) % ft.INWAIT), int(e["t0"])))
+        for (t, u), start in starts[ft.UNIT]:
+            last_piece = max(end for (tp, _), end in piece_ends.items() if tp == t)
+            assert start >= last_piece, (t, u)
             if t % kb:
-                assert e["t1"] >= done[(t - 1, u)]["t2"], (t, u)
-        for (t, p), e in packed.items():
+                assert start >= ends[(t - 1, u)], (t, u)
+        for (t, p), start in starts[ft.PIECE]:
             if t >= 3:                                      # MK_FLOW_BUFS buffers in turn
-                last_reader = max(int(d["t2"]) for (td, _), d in done.items() if td == t - 3)
-                assert e["t1"] >= last_reader, (t, p)
+                last_reader = max(end for (td, _), end in ends.items() if td == t - 3)
+                assert start >= last_reader, (t, p)
         shares = ft.breakdown(ev, 2.0 * m * n * k)
         assert all(-1e-9 <= shares[s] <= 1 + 1e-9 for s in ft.SHARES), shares
     assert most_pieces >= 2, "no block had two pieces: the shapes no longer test them"
+
+
+@pytest.mark.parametrize("item", ["unit", "piece"])
+def test_a_stalled_threads_item_is_finished_by_the_others(tmp_path, monkeypatch, item):
+    """MK_FLOW_STEAL (c_src/mk_team.h): a traced build in which the thread that runs the
+    first sliver of the call's first unit (MK_FLOW_STALL_NS), or packs the first panel
+    of block 1's first piece (MK_FLOW_STALL_PIECE_NS), sleeps 30 ms after it, as a
+    thread descheduled inside that item would. Other threads run the rest of that
+    item (its UNIT and STEAL, or PIECE and PANELS, events come from two threads or
+    more), and C is within the float64 bound and bit for bit that of the plain build,
+    and of a build whose items are never split (MK_FLOW_STEAL=0)."""
+    import numpy as np
+    import microkernel as mk
+    from microkernel import flow_trace as ft, validate
+    if os.environ.get("MICROKERNEL_THREADING", "team") != "team":
+        pytest.skip("MICROKERNEL_THREADING forces another decomposition")
+    stall = "MK_FLOW_STALL_NS" if item == "unit" else "MK_FLOW_STALL_PIECE_NS"
+    stalled = ft.traced_kernel(None, tmp_path / "stall", (stall + "=30000000",))
+    whole = ft.traced_kernel(None, tmp_path / "whole", ("MK_FLOW_STEAL=0",))
+    trace = tmp_path / "events.bin"
+    rng = np.random.default_rng(23)
+    nr = stalled.nr
+    m, n, k = 96, 20 * nr + 5, 64                 # units of several 2-panel slivers
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    blk = {"kc": 16, "mc": 24, "nc": 16 * nr}
+    plain = mk.gemm(A, B, threads=3, kernel=stalled.name, blocking=blk)
+    monkeypatch.setenv("MICROKERNEL_FLOW_TRACE", str(trace))
+    got = mk.gemm(A, B, threads=3, kernel=stalled, blocking=blk)
+    monkeypatch.delenv("MICROKERNEL_FLOW_TRACE")
+    unsplit = mk.gemm(A, B, threads=3, kernel=whole, blocking=blk)
+    assert validate.check(got, *validate.reference(A, B, None, 1.0, 0.0))[0]
+    assert np.array_equal(plain.view(np.uint32), got.view(np.uint32))
+    assert np.array_equal(plain.view(np.uint32), unsplit.view(np.uint32))
+    ev = ft.read(trace)
+    owner, share, block = (ft.UNIT, ft.STEAL, 0) if item == "unit" else (ft.PIECE, ft.PANELS, 1)
+    first = ev[(ev["block"] == block) & (((ev["kind"] == owner) & (ev["index"] % ft.STOLEN == 0))
+                                         | ((ev["kind"] == share) & (ev["index"] % ft.INWAIT == 0)))]
+    assert len(set(first["slot"])) >= 2, (f"no other thread ran a share of the stalled {item}",
+                                          first)
 
 
 POOL_SCRIPT = textwrap.dedent("""
