@@ -76,7 +76,10 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  *     reader.
  * So no thread waits at a barrier for the tail of a block: a thread without a unit of
  * block t left goes on to the next block's pieces and units, and the next block's
- * packing overlaps the last units of the one before. Before this (until 2026-12-04)
+ * packing overlaps the last units of the one before. A unit runs in slivers of its B
+ * panels and a piece in single panels, each handed out by the item's own counter, so
+ * that a thread that would wait on an item runs the share its owner has not reached
+ * (MK_FLOW_STEAL below). Before this (until 2026-12-04)
  * the team packed each block between two barriers. The units and the order of the KC
  * blocks on each C tile are the same on every run whoever takes them, so C is
  * bit-identical from run to run. */
