@@ -203,12 +203,6 @@ static int64_t mk_flow_blocks(int64_t n, int64_t k, int64_t nc_blk, int64_t kc_b
     return (1 + (n - first + nc_blk - 1) / nc_blk) * ((k + kc_blk - 1) / kc_blk);
 }
 
-static void mk_flow_wait(const int64_t *p, int64_t v)
-{
-    for (unsigned spins = 0; __atomic_load_n(p, __ATOMIC_ACQUIRE) < v; ++spins)
-        mk_wait_step(spins);           /* its producer may be descheduled on our core */
-}
-
 /* MK_FLOW_HOME: whether this thread takes the item whose claimed byte is *p (a plain
  * read first, so that items already taken cost no exclusive cache-line access) */
 static inline int mk_flow_claim(unsigned char *p)
