@@ -620,7 +620,7 @@ if [ "${1:-}" = steal ]; then
   # run whole by their owner (MK_FLOW_STEAL=0, before): on a calm host each library
   # alone first; the thread tests and bench/team_check.py at 16 threads; the default's
   # trace at 1024-4096; raced at 16 threads beside numpy and PyTorch, paused (1024-4096)
-  # and back to back (256-2048, the others' workers still spinning)
+  # and back to back (256, 1024, 2048: the others' workers still spinning)
   k=$(f32)
   variant MK_FLOW_STEAL=0 nosteal "$k"
   {
@@ -628,8 +628,8 @@ if [ "${1:-}" = steal ]; then
     alone
     team_checks
     trace16 --sizes 1024,2048,4096 --json "$OUT/trace_steal.json"
-    race16 "steal_16t_pause_calm$calm.json" 1024,2048,3072,4096 9 0.3 "$k;$k@.amxvar/nosteal_$k.c"
-    race16 "steal_16t_b2b_calm$calm.json" 256,512,1024,2048 21 0 "$k;$k@.amxvar/nosteal_$k.c"
+    race16 "steal_16t_pause_calm$calm.json" 1024,2048,4096 9 0.3 "$k;$k@.amxvar/nosteal_$k.c"
+    race16 "steal_16t_b2b_calm$calm.json" 256,1024,2048 15 0 "$k;$k@.amxvar/nosteal_$k.c"
   } 2>&1 | tee "$OUT/device_steal.log"
   exit 0
 fi
