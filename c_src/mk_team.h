@@ -122,7 +122,8 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  * pieces at 4.5-20% of the threads' time at n = 1024 on the lent machines' 16-core
  * hosts. Raced at 16 threads there (`bash bench/device_cpu.sh hpieces`,
  * bench/results/sapphire-rapids/threads_trace/): +3.6 [+0.4, +7.2] % at 1024 (9 of 9
- * rounds), ties at 2048-4096, +1.8 [-1.0, +3.1] % over the four sizes. */
+ * rounds), ties at 2048-4096, +1.8 [-1.0, +3.1] % over the four sizes; a second race
+ * (session 61, 1024 and 2048) a tie, the counter's pieces -4.0 [-22.1, +17.4] %. */
 #ifndef MK_FLOW_HOME_PIECES
 #define MK_FLOW_HOME_PIECES 1
 #endif
@@ -137,8 +138,12 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  * session 60: 5 of 9 calls at n = 1024 on a busy 16-core host took 2.8-11x the
  * fastest); now it holds them for at most the one sliver it is inside. A thief packs
  * the unit's rows of A into its own A block first (the same packing, so C is the same
- * bit for bit whoever runs a sliver). MK_FLOW_STEAL 0: a unit is one sliver, its owner's
- * alone. */
+ * bit for bit whoever runs a sliver). A thread descheduled inside a sliver still holds
+ * that sliver. Raced at 16 threads on a busy host (bench/results/sapphire-rapids/
+ * threads_steal/): four ties with the items whole (paused -3.0 [-5.1, +1.1] % and +1.0
+ * [-4.5, +19.1] %, back to back +8.1 and +2.2 % for the whole items), +6.1 [+1.4, +8.7] %
+ * at n = 1024 in one race, not repeated. MK_FLOW_STEAL 0: a unit is one sliver and a
+ * piece one run of panels, their owner's alone. */
 #ifndef MK_FLOW_STEAL
 #define MK_FLOW_STEAL 1
 #endif
