@@ -139,10 +139,10 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  * fastest); now it holds them for at most the one sliver it is inside. A thief packs
  * the unit's rows of A into its own A block first (the same packing, so C is the same
  * bit for bit whoever runs a sliver). A thread descheduled inside a sliver still holds
- * that sliver. Raced at 16 threads on a busy host (bench/results/sapphire-rapids/
- * threads_steal/): four ties with the items whole (paused -3.0 [-5.1, +1.1] % and +1.0
- * [-4.5, +19.1] %, back to back +8.1 and +2.2 % for the whole items), +6.1 [+1.4, +8.7] %
- * at n = 1024 in one race, not repeated. MK_FLOW_STEAL 0: a unit is one sliver and a
+ * that sliver. Raced at 16 threads on busy hosts (bench/results/sapphire-rapids/
+ * threads_steal/): five ties with the items whole (paused -3.0 [-5.1, +1.1] %, +1.0
+ * [-4.5, +19.1] % and -2.4 [-17.6, +9.9] %, back to back +8.1 and +2.2 % for the whole
+ * items), +6.1 [+1.4, +8.7] % at n = 1024 in one race, not repeated. MK_FLOW_STEAL 0: a unit is one sliver and a
  * piece one run of panels, their owner's alone. */
 #ifndef MK_FLOW_STEAL
 #define MK_FLOW_STEAL 1
