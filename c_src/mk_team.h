@@ -66,8 +66,9 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  * MK_FLOW_BUFS in turn); a unit is a chunk of `chunk` rows (whole MR panels) times one
  * of `parts` parts of the block's panels, taken part-major (the team works through
  * one part of the B block, KC x NC/parts, before the next), whose macro-kernel packs
- * its own rows of A (mk_macro). Each item waits, spinning, only for what it reads or
- * overwrites, all of it in items taken earlier:
+ * its own rows of A (mk_macro). Each item waits only for what it reads or overwrites,
+ * all of it in items taken earlier (spinning, or running a share of what it waits for,
+ * MK_FLOW_STEAL):
  *   - a unit of block t for every piece of block t (its B panels), and for the same
  *     unit of block t - 1 when t - 1 is the previous KC block of the same C columns
  *     (the same C tiles, whose KC blocks must add up in order; no unit waits for the
@@ -150,14 +151,36 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
 #ifndef MK_FLOW_SLIVER
 #define MK_FLOW_SLIVER 2
 #endif
-#define MK_FLOW_SL_WORDS 8      /* a unit's two sliver counters on a 64-byte line of their own */
+#define MK_FLOW_SL_WORDS 8      /* an item's two counters on a 64-byte line of their own */
+/* Test builds only (tests/test_threads.py): a thread sleeps, as a descheduled one would,
+ * MK_FLOW_STALL_NS after the first sliver of unit 0 of block MK_FLOW_STALL_BLOCK (-1: the
+ * last block), MK_FLOW_STALL_DONE_NS inside that unit's last sliver before it counts it,
+ * or MK_FLOW_STALL_PIECE_NS after the first panel of block 1's first piece. */
+#if defined(MK_FLOW_STALL_NS) || defined(MK_FLOW_STALL_DONE_NS) || defined(MK_FLOW_STALL_PIECE_NS)
+#ifndef MK_FLOW_STALL_BLOCK
+#define MK_FLOW_STALL_BLOCK 0
+#endif
+#define MK_FLOW_STALL_AT(fl, t, u) \
+    ((u) == 0 && (t) == (MK_FLOW_STALL_BLOCK < 0 ? (fl)->blocks + MK_FLOW_STALL_BLOCK : MK_FLOW_STALL_BLOCK))
+static void mk_flow_nap(long long ns)
+{
+    const struct timespec nap = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+    nanosleep(&nap, NULL);
+}
+#endif
 
 /* Unit u of block t, when finished, writes t into done[t % MK_FLOW_RING][u] (-1
- * before). The slot is next written by unit u of block t + MK_FLOW_RING, which runs
- * only after every unit of block t + MK_FLOW_RING - MK_FLOW_BUFS has finished (its B
- * pieces wait for them), the unit of block t + 1 that reads the slot among them. (A
- * single slot per unit would not do: unit u of the previous NC block, which no unit
- * waits for, could finish last and write an older block over a newer one.) */
+ * before), unless t is the last KC block of its NC block: unit u of block t + 1 (the
+ * next NC block's first KC block) does not wait for it, and nothing else reads it. The
+ * slot is next written by unit u of block t + MK_FLOW_RING, which runs only after every
+ * unit of block t + MK_FLOW_RING - MK_FLOW_BUFS has finished (its B pieces wait for
+ * them), the unit of block t + 1 that reads the slot among them. A last KC block's unit
+ * is outside that argument: with 3 KC blocks per NC block, unit u of block t + 4 may
+ * finish before a descheduled unit u of block t, whose write would then put an older
+ * block over it and leave unit u of block t + 5 waiting for ever (it did, until session
+ * 61: tests/test_threads.py stalls that write). (A single slot per unit would not do:
+ * unit u of the previous NC block could finish last and write an older block over a
+ * newer one.) */
 #define MK_FLOW_RING (MK_FLOW_BUFS + 1)
 
 typedef struct {
@@ -256,8 +279,9 @@ static void mk_flow_unit(mk_flow_ctx *x, int64_t t, const mk_flow_block *cb, int
  * all at once) by the piece's counter ps[0] to its owner and to any thread that would
  * otherwise wait for them (mk_flow_help_pieces); ps[1] counts those packed, and the
  * thread that packs the last adds the piece to packed[tb]. Returns the panels this
- * thread packed. */
-static int64_t mk_flow_panels(mk_flow_ctx *x, int64_t tb, const mk_flow_block *nb, int64_t off)
+ * thread packed; *t_end (trace builds): when it finished its last, before counting it. */
+static int64_t mk_flow_panels(mk_flow_ctx *x, int64_t tb, const mk_flow_block *nb, int64_t off,
+                              int64_t *t_end)
 {
     mk_flow *fl = x->fl;
     const int64_t j0 = nb->npanels * off / nb->pieces, j1 = nb->npanels * (off + 1) / nb->pieces;
@@ -272,16 +296,12 @@ static int64_t mk_flow_panels(mk_flow_ctx *x, int64_t tb, const mk_flow_block *n
                             x->b + nb->pc * x->rs_b + nb->jc * x->cs_b, x->rs_b, x->cs_b,
                             dst + jp * nb->b_stride);
         ++ran;
+        MK_TR_MARK(t_end);                      /* before the count others wait on */
         if (__atomic_add_fetch(&ps[1], 1, __ATOMIC_ACQ_REL) == P)
             __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);
 #ifdef MK_FLOW_STALL_PIECE_NS
-        /* tests: the thread that packed the first panel of block 1's first piece stops
-         * after it, as a thread descheduled inside its piece would */
-        if (tb == 1 && off == 0 && s == 0) {
-            const struct timespec nap = {MK_FLOW_STALL_PIECE_NS / 1000000000,
-                                         MK_FLOW_STALL_PIECE_NS % 1000000000};
-            nanosleep(&nap, NULL);
-        }
+        if (tb == 1 && off == 0 && s == 0)
+            mk_flow_nap(MK_FLOW_STALL_PIECE_NS);
 #endif
     }
     return ran;
@@ -293,8 +313,9 @@ static int64_t mk_flow_panels(mk_flow_ctx *x, int64_t tb, const mk_flow_block *n
  * finished, and the thread that finishes the last marks the unit done. Each thread
  * packs the unit's rows of A into its own A block before its first sliver of the unit
  * (the same packing, so C is the same whoever runs a sliver). Returns the slivers this
- * thread ran. */
-static int64_t mk_flow_slivers(mk_flow_ctx *x, int64_t t, const mk_flow_block *cb, int64_t u)
+ * thread ran; *t_end (trace builds): when it finished its last, before counting it. */
+static int64_t mk_flow_slivers(mk_flow_ctx *x, int64_t t, const mk_flow_block *cb, int64_t u,
+                               int64_t *t_end)
 {
     mk_flow *fl = x->fl;
     const MK_TC one = 1;
@@ -312,26 +333,31 @@ static int64_t mk_flow_slivers(mk_flow_ctx *x, int64_t t, const mk_flow_block *c
                  cb->nc, cb->pc == 0 ? &x->beta : &one, x->c + ic * x->rs_c + cb->jc * x->cs_c,
                  x->rs_c, x->cs_c, x->a_pack, x->edge, ran == 0);
         ++ran;
+#ifdef MK_FLOW_STALL_DONE_NS
+        if (s == S - 1 && MK_FLOW_STALL_AT(fl, t, u))
+            mk_flow_nap(MK_FLOW_STALL_DONE_NS);
+#endif
+        MK_TR_MARK(t_end);                      /* before the count others wait on */
         /* acq_rel: the last finisher's add reads every earlier one's (their C tiles) */
         if (__atomic_add_fetch(&sl[1], 1, __ATOMIC_ACQ_REL) == S) {
-            __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
+            if (cb->pc + cb->kc < x->k)         /* the next KC block's unit u reads it */
+                __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
             __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);
         }
 #ifdef MK_FLOW_STALL_NS
-        /* tests: the thread that ran the first sliver of the call's first unit stops
-         * after it, as a thread descheduled inside its unit would */
-        if (t == 0 && u == 0 && s == 0) {
-            const struct timespec nap = {MK_FLOW_STALL_NS / 1000000000, MK_FLOW_STALL_NS % 1000000000};
-            nanosleep(&nap, NULL);
-        }
+        if (s == 0 && MK_FLOW_STALL_AT(fl, t, u))
+            mk_flow_nap(MK_FLOW_STALL_NS);
 #endif
     }
     return ran;
 }
 
 /* A thread that would wait for block tb's B packs free panels of its pieces
- * (MK_FLOW_STEAL), once the buffer's last readers are done. in_wait: called from a
- * wait (the timeline's PANELS event says so). Returns the panels packed. */
+ * (MK_FLOW_STEAL), once the buffer's last readers are done (until then it runs their
+ * free slivers). in_wait: called from a wait (the timeline's PANELS event says so).
+ * Returns the panels packed or slivers run. */
+static int64_t mk_flow_help_block(mk_flow_ctx *x, int64_t t, int in_wait);
+
 static int64_t mk_flow_help_pieces(mk_flow_ctx *x, int64_t tb, int in_wait)
 {
 #if MK_FLOW_STEAL
@@ -339,7 +365,7 @@ static int64_t mk_flow_help_pieces(mk_flow_ctx *x, int64_t tb, int in_wait)
     if (tb >= MK_FLOW_BUFS) {
         const mk_flow_block ob = mk_flow_blk(x, tb - MK_FLOW_BUFS);
         if (__atomic_load_n(&fl->finished[tb - MK_FLOW_BUFS], __ATOMIC_ACQUIRE) < ob.units)
-            return 0;
+            return mk_flow_help_block(x, tb - MK_FLOW_BUFS, in_wait);   /* its readers first */
     }
     const mk_flow_block nb = mk_flow_blk(x, tb);
     for (int64_t p = 0; p < nb.pieces; ++p) {
@@ -347,9 +373,10 @@ static int64_t mk_flow_help_pieces(mk_flow_ctx *x, int64_t tb, int in_wait)
         if (__atomic_load_n(&fl->ps[(tb * fl->threads + p) * MK_FLOW_SL_WORDS], __ATOMIC_RELAXED) >= P)
             continue;
         MK_TR_T(h0_);
-        const int64_t ran = mk_flow_panels(x, tb, &nb, p);
+        int64_t e_ = 0;
+        const int64_t ran = mk_flow_panels(x, tb, &nb, p, &e_);
         if (ran) {
-            MK_TR_PUT(x->self, MK_TR_PANELS, tb, p + (in_wait ? MK_TR_INWAIT : 0), h0_, h0_);
+            MK_TR_PUT_AT(x->self, MK_TR_PANELS, tb, p + (in_wait ? MK_TR_INWAIT : 0), h0_, h0_, e_);
             return ran;
         }
     }
@@ -384,13 +411,37 @@ static int64_t mk_flow_help(mk_flow_ctx *x, int64_t t, int64_t u, int in_wait)
             __atomic_load_n(&fl->done[(t - 1) % MK_FLOW_RING * fl->units + u], __ATOMIC_ACQUIRE) < t - 1)
             continue;                   /* its C tiles' previous KC block first */
         MK_TR_T(h0_);
-        const int64_t ran = mk_flow_slivers(x, t, &cb, u);
+        int64_t e_ = 0;
+        const int64_t ran = mk_flow_slivers(x, t, &cb, u, &e_);
         if (ran)
-            MK_TR_PUT(x->self, MK_TR_STEAL, t, u + (in_wait ? MK_TR_INWAIT : 0), h0_, h0_);
+            MK_TR_PUT_AT(x->self, MK_TR_STEAL, t, u + (in_wait ? MK_TR_INWAIT : 0), h0_, h0_, e_);
         return ran;
     }
 #else
     (void)x; (void)t; (void)u; (void)in_wait;
+#endif
+    return 0;
+}
+
+/* mk_flow_help for the first unit of block t that has a free sliver. Returns what that
+ * ran (0: none has one, or that one could not start yet). */
+static int64_t mk_flow_help_block(mk_flow_ctx *x, int64_t t, int in_wait)
+{
+#if MK_FLOW_STEAL
+    const mk_flow *fl = x->fl;
+    const mk_flow_block cb = mk_flow_blk(x, t);
+    for (int64_t u = 0; u < cb.units; ++u) {
+        const int64_t part = u / x->row_chunks;
+        const int64_t S = (cb.npanels * (part + 1) / cb.parts - cb.npanels * part / cb.parts +
+                           MK_FLOW_SLIVER - 1) / MK_FLOW_SLIVER;
+        if (__atomic_load_n(&fl->sl[(t * fl->units + u) * MK_FLOW_SL_WORDS], __ATOMIC_RELAXED) < S) {
+            const int64_t ran = mk_flow_help(x, t, u, in_wait);
+            if (ran)
+                return ran;
+        }
+    }
+#else
+    (void)x; (void)t; (void)in_wait;
 #endif
     return 0;
 }
@@ -402,19 +453,16 @@ static void mk_flow_piece(mk_flow_ctx *x, int64_t tb, const mk_flow_block *nb, i
     if (tb >= MK_FLOW_BUFS) {
         const int64_t old = tb - MK_FLOW_BUFS;
         const mk_flow_block ob = mk_flow_blk(x, old);
-        for (unsigned spins = 0; __atomic_load_n(&fl->finished[old], __ATOMIC_ACQUIRE) < ob.units; ++spins) {
-            int64_t ran = 0;
-            for (int64_t u = 0; u < ob.units && !ran; ++u)
-                ran = mk_flow_help(x, old, u, 1);
-            if (ran)
+        for (unsigned spins = 0; __atomic_load_n(&fl->finished[old], __ATOMIC_ACQUIRE) < ob.units; ++spins)
+            if (mk_flow_help_block(x, old, 1))
                 spins = 0;
             else
                 mk_wait_step(spins);   /* its readers may be descheduled on our core */
-        }
     }
     MK_TR_T(w1_);
-    mk_flow_panels(x, tb, nb, off);
-    MK_TR_PUT(x->self, MK_TR_PIECE, tb, off, w0_, w1_);
+    int64_t e_ = 0;
+    mk_flow_panels(x, tb, nb, off, &e_);
+    MK_TR_PUT_AT(x->self, MK_TR_PIECE, tb, off, w0_, w1_, e_ ? e_ : w1_);
 }
 
 static void mk_flow_unit(mk_flow_ctx *x, int64_t t, const mk_flow_block *cb, int64_t u,
@@ -436,8 +484,9 @@ static void mk_flow_unit(mk_flow_ctx *x, int64_t t, const mk_flow_block *cb, int
                 mk_wait_step(spins);
     }
     MK_TR_T(w1_);
-    mk_flow_slivers(x, t, cb, u);
-    MK_TR_PUT(x->self, MK_TR_UNIT, t, u + (stolen ? MK_TR_STOLEN : 0), w0_, w1_);
+    int64_t e_ = 0;
+    mk_flow_slivers(x, t, cb, u, &e_);
+    MK_TR_PUT_AT(x->self, MK_TR_UNIT, t, u + (stolen ? MK_TR_STOLEN : 0), w0_, w1_, e_ ? e_ : w1_);
     (void)stolen;
 }
 
@@ -529,12 +578,15 @@ static void mk_loops_flow(const mk_ukernel_desc *uk, int64_t m, int64_t n, int64
 #if MK_FLOW_STEAL
     /* every item handed out: the free slivers of units still running (the call's tail,
      * or a thread descheduled inside its unit), until none is left */
-    for (int64_t ran = 1; ran;) {
+    for (int64_t lo = 0, ran = 1; ran;) {
         ran = 0;
-        for (int64_t tb = 0; tb < T; ++tb) {
+        for (int64_t tb = lo; tb < T; ++tb) {
             const mk_flow_block ob = mk_flow_blk(x, tb);
-            if (__atomic_load_n(&fl->finished[tb], __ATOMIC_RELAXED) >= ob.units)
+            if (__atomic_load_n(&fl->finished[tb], __ATOMIC_RELAXED) >= ob.units) {
+                if (tb == lo)
+                    ++lo;                   /* blocks before lo are all finished */
                 continue;
+            }
             for (int64_t u = 0; u < ob.units; ++u)
                 ran += mk_flow_help(x, tb, u, 0);
         }
@@ -631,8 +683,8 @@ static int mk_run_team(const mk_call *g, const mk_blocking *blk, int nthreads)
         const int64_t T = fl.blocks;
         fl.units = (m + chunk - 1) / chunk * parts;
         /* packed, finished, done; with MK_FLOW_HOME taken and the claimed bytes after,
-         * then the pieces' claimed bytes; then, from the next 64-byte line, the slivers'
-         * counters */
+         * then the pieces' claimed bytes; then, from the next 64-byte line, the units'
+         * sliver counters (sl) and the pieces' panel counters (ps) */
         const size_t words = (size_t)(2 * T + MK_FLOW_RING * fl.units) +
                              (MK_FLOW_HOME ? (size_t)T + ((size_t)(T * fl.units) + 7) / 8 +
                                                  ((size_t)(T * nthreads) + 7) / 8 : 0);

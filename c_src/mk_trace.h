@@ -1,7 +1,9 @@
 /* mk_trace.h: a timeline of the team's flow (mk_team.h), for bench/flow_trace.py.
  * Part of the one GEMM driver, included by driver.c only, before mk_team.h.
- * Gives MK_TR_T (declare a time, taken now), MK_TR_PUT (an event ending now) and
- * MK_TR_CALL_END (the call's event, then the file).
+ * Gives MK_TR_T (declare a time, taken now), MK_TR_PUT (an event ending now),
+ * MK_TR_MARK / MK_TR_PUT_AT (an event ending at a time taken earlier: a shared item's
+ * share ends before its count is published, so that a waiter's start is never before
+ * the end it waited for) and MK_TR_CALL_END (the call's event, then the file).
  *
  * Off by default: every macro is then empty and the driver is the same code. A module
  * built with MK_FLOW_TRACE defined ahead of the driver (a kernel variant, e.g.
@@ -23,9 +25,11 @@
  *                the unit is not in the thread's home range; STEAL / PANELS: + MK_TR_INWAIT when
  *                run inside a wait of a PIECE or UNIT of the same thread, whose t0..t1
  *                then holds it; THREAD: the team's threads; CALL: the units of a block)
- *   int64 t0, t1, t2  PIECE / UNIT: before its waits, after them, when done (a unit
- *                or piece of which others ran a share may end before they do); STEAL /
- *                PANELS: its start twice, its end; THREAD: its entry, 0, its exit; CALL: mk_run_team's
+ *   int64 t0, t1, t2  PIECE / UNIT: before its waits, after them, when its owner's
+ *                last share was done, taken before that share was counted (a unit or
+ *                piece of which others ran a share may end before they do; t2 == t1:
+ *                others ran all of it); STEAL / PANELS: its start twice, its end (taken
+ *                the same way); THREAD: its entry, 0, its exit; CALL: mk_run_team's
  *                entry, the threads' start (pool or OpenMP), its return
  *
  * Times come from clock_gettime (vDSO, tens of nanoseconds), against items of tens of
@@ -98,8 +102,14 @@ static void mk_tr_flush(int64_t t0, int64_t t1, int64_t blocks, int64_t units)
 #define MK_TR_T(v) int64_t v = mk_tr_now()
 #define MK_TR_PUT(slot, kind, block, index, t0, t1) \
     mk_tr_put(slot, kind, block, index, t0, t1, mk_tr_now())
+/* an event whose end was taken earlier (MK_TR_MARK(&v) stores the time in v) */
+#define MK_TR_PUT_AT(slot, kind, block, index, t0, t1, t2) \
+    mk_tr_put(slot, kind, block, index, t0, t1, t2)
+#define MK_TR_MARK(p) (*(p) = mk_tr_now())
 #else
 #define MK_TR_CALL_END(t0, t1, blocks, units) ((void)0)
 #define MK_TR_T(v) ((void)0)
 #define MK_TR_PUT(slot, kind, block, index, t0, t1) ((void)0)
+#define MK_TR_PUT_AT(slot, kind, block, index, t0, t1, t2) ((void)0)
+#define MK_TR_MARK(p) ((void)(p))
 #endif

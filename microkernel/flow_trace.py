@@ -90,14 +90,17 @@ def ends(events: np.ndarray, kind: int) -> dict:
     """One call's units' (``kind`` :data:`UNIT`) or pieces' (:data:`PIECE`) ends:
     {(block, index): ns}, the latest end of the item's owner and of any thread that ran
     a share of it (:data:`STEAL` slivers of a unit, :data:`PANELS` of a piece), i.e.
-    when its C tiles were all written or its B panels all packed. Raises ValueError for
-    another kind."""
+    when its C tiles were all written or its B panels all packed. An owner whose share
+    others ran entirely (its event ends where its waits did, t2 == t1) does not count:
+    it ended after the item. Raises ValueError for another kind."""
     if kind not in (UNIT, PIECE):
         raise ValueError(f"kind {kind}: ends are those of UNIT ({UNIT}) or PIECE ({PIECE})")
     share = STEAL if kind == UNIT else PANELS
     out: dict = {}
     for k, flag in ((kind, STOLEN), (share, INWAIT)):
         for e in events[events["kind"] == k]:
+            if k == kind and e["t2"] == e["t1"]:
+                continue
             key = (int(e["block"]), int(e["index"]) % flag)
             out[key] = max(out.get(key, 0), int(e["t2"]))
     return out

@@ -235,18 +235,64 @@ def test_home_units_and_one_counter_give_the_same_bits(tmp_path):
         assert all(np.array_equal(outs[0], o) for o in outs[1:]), (threads, m, n, k)
 
 
+def _check_timeline(ft, ev, threads, kb):
+    """The flow's rules in one call's timeline `ev` (flow_trace events) of a team of
+    `threads` with `kb` KC blocks per NC block: each block's units and pieces each run
+    once by an owner, numbered 0, 1, ... with none missing (the most units of a block as
+    the call says, at most one piece per thread); a unit's work (its owner's after its
+    waits, a thief's share) starts only after every panel of its block's B is packed
+    and after the same unit of the previous KC block (the same C tiles) is done; a
+    piece's packing (its owner's or a helper's) only after every unit of the block
+    MK_FLOW_BUFS (3) back, its buffer's last readers, is done (an item is done when its
+    owner and every thread that ran a share of it are, flow_trace.ends); every event
+    lies inside its thread's time in the flow. Returns the pieces per block."""
+    call = ev[ev["kind"] == ft.CALL]
+    assert len(call) == 1 and call["slot"][0] == -1, call
+    blocks = int(call["block"][0])
+    th = ev[ev["kind"] == ft.THREAD]
+    assert 1 <= len(th) <= threads and len(set(th["slot"])) == len(th)
+    window = {int(s): (int(a), int(b)) for s, a, b in zip(th["slot"], th["t0"], th["t2"])}
+    done, packed, count = {}, {}, {}
+    for kind, table in ((ft.UNIT, done), (ft.PIECE, packed)):
+        items = ev[ev["kind"] == kind]
+        for t in range(blocks):
+            idx = sorted(int(i) % ft.STOLEN for i in items["index"][items["block"] == t])
+            assert idx == list(range(len(idx))) and idx, (kind, t, idx)
+            count[kind, t] = len(idx)
+        for e in items:
+            lo, hi = window[int(e["slot"])]
+            assert lo <= e["t0"] <= e["t1"] <= e["t2"] <= hi, e
+            table[(int(e["block"]), int(e["index"]) % ft.STOLEN)] = e
+    assert max(count[ft.UNIT, t] for t in range(blocks)) == int(call["index"][0])
+    pieces = [count[ft.PIECE, t] for t in range(blocks)]
+    assert max(pieces) <= threads, pieces
+    ends, piece_ends = ft.ends(ev, ft.UNIT), ft.ends(ev, ft.PIECE)
+    assert set(ends) == set(done) and set(piece_ends) == set(packed), \
+        "a share of an item that has no owner"
+    starts = {kind: [(key, int(e["t1"])) for key, e in table.items()]
+              for kind, table in ((ft.UNIT, done), (ft.PIECE, packed))}
+    for kind, share in ((ft.UNIT, ft.STEAL), (ft.PIECE, ft.PANELS)):
+        for e in ev[ev["kind"] == share]:
+            lo, hi = window[int(e["slot"])]
+            assert lo <= e["t0"] <= e["t2"] <= hi, e
+            starts[kind].append(((int(e["block"]), int(e["index"]) % ft.INWAIT), int(e["t0"])))
+    for (t, u), start in starts[ft.UNIT]:
+        last_piece = max(end for (tp, _), end in piece_ends.items() if tp == t)
+        assert start >= last_piece, (t, u)
+        if t % kb:
+            assert start >= ends[(t - 1, u)], (t, u)
+    for (t, p), start in starts[ft.PIECE]:
+        if t >= 3:                                          # MK_FLOW_BUFS buffers in turn
+            last_reader = max(end for (td, _), end in ends.items() if td == t - 3)
+            assert start >= last_reader, (t, p)
+    return pieces
+
+
 def test_the_flow_timeline_shows_each_item_once_and_in_dependency_order(tmp_path, monkeypatch):
     """The MK_FLOW_TRACE build (c_src/mk_trace.h, microkernel.flow_trace) on 3-5 threads,
     more than this machine's cores: its C within the float64 bound and bit for bit that
-    of the plain build; in its timeline each block's units and pieces each run once,
-    numbered 0, 1, ... with none missing (the most units of a block as the call says, at
-    most one piece per thread, several pieces in some block); a unit starts its work
-    only after every piece of its block is packed and after the same unit of the
-    previous KC block (the same C tiles) is done; a piece only after every unit of the
-    block MK_FLOW_BUFS (3) back, its buffer's last readers (a unit is done when its owner
-    and every thread that ran some of its slivers are, flow_trace.unit_ends; a stolen
-    sliver run obeys the same waits); every item lies inside its thread's time in the
-    flow; and the breakdown's shares each lie in [0, 1]."""
+    of the plain build; its timeline keeps the flow's rules (_check_timeline), several
+    pieces in some block; and the breakdown's shares each lie in [0, 1]."""
     import numpy as np
     import microkernel as mk
     from microkernel import flow_trace as ft, validate
@@ -269,74 +315,40 @@ def test_the_flow_timeline_shows_each_item_once_and_in_dependency_order(tmp_path
         assert np.array_equal(plain.view(np.uint32), got.view(np.uint32))
         ev = ft.read(trace)
         trace.unlink()
-        call = ev[ev["kind"] == ft.CALL]
-        assert len(call) == 1 and call["slot"][0] == -1, call
         kb = -(-k // 16)                                    # KC blocks per NC block
-        blocks = int(call["block"][0])
+        blocks = int(ev[ev["kind"] == ft.CALL]["block"][0])
         assert blocks % kb == 0 and blocks >= kb * -(-n // nc), (blocks, n)
-        th = ev[ev["kind"] == ft.THREAD]
-        assert 1 <= len(th) <= threads and len(set(th["slot"])) == len(th)
-        window = {int(s): (int(a), int(b)) for s, a, b in zip(th["slot"], th["t0"], th["t2"])}
-        done, packed, count = {}, {}, {}
-        for kind, table in ((ft.UNIT, done), (ft.PIECE, packed)):
-            items = ev[ev["kind"] == kind]
-            for t in range(blocks):
-                idx = sorted(int(i) % ft.STOLEN for i in items["index"][items["block"] == t])
-                assert idx == list(range(len(idx))) and idx, (kind, t, idx)
-                count[kind, t] = len(idx)
-            for e in items:
-                lo, hi = window[int(e["slot"])]
-                assert lo <= e["t0"] <= e["t1"] <= e["t2"] <= hi, e
-                table[(int(e["block"]), int(e["index"]) % ft.STOLEN)] = e
-        assert max(count[ft.UNIT, t] for t in range(blocks)) == int(call["index"][0])
-        pieces = [count[ft.PIECE, t] for t in range(blocks)]
-        assert max(pieces) <= threads, pieces
-        most_pieces = max(most_pieces, max(pieces))
-        ends, piece_ends = ft.ends(ev, ft.UNIT), ft.ends(ev, ft.PIECE)
-        assert set(ends) == set(done) and set(piece_ends) == set(packed), \
-            "a share of an item that has no owner"
-        starts = {kind: [(key, int(e["t1"])) for key, e in table.items()]
-                  for kind, table in ((ft.UNIT, done), (ft.PIECE, packed))}
-        for kind, share in ((ft.UNIT, ft.STEAL), (ft.PIECE, ft.PANELS)):
-            for e in ev[ev["kind"] == share]:
-                lo, hi = window[int(e["slot"])]
-                assert lo <= e["t0"] <= e["t2"] <= hi, e
-                starts[kind].append(((int(e["block"]), int(e["index"]) % ft.INWAIT), int(e["t0"])))
-        for (t, u), start in starts[ft.UNIT]:
-            last_piece = max(end for (tp, _), end in piece_ends.items() if tp == t)
-            assert start >= last_piece, (t, u)
-            if t % kb:
-                assert start >= ends[(t - 1, u)], (t, u)
-        for (t, p), start in starts[ft.PIECE]:
-            if t >= 3:                                      # MK_FLOW_BUFS buffers in turn
-                last_reader = max(end for (td, _), end in ends.items() if td == t - 3)
-                assert start >= last_reader, (t, p)
+        most_pieces = max(most_pieces, max(_check_timeline(ft, ev, threads, kb)))
         shares = ft.breakdown(ev, 2.0 * m * n * k)
         assert all(-1e-9 <= shares[s] <= 1 + 1e-9 for s in ft.SHARES), shares
     assert most_pieces >= 2, "no block had two pieces: the shapes no longer test them"
 
 
-@pytest.mark.parametrize("item", ["unit", "piece"])
+@pytest.mark.parametrize("item", ["unit", "last unit", "piece"])
 def test_a_stalled_threads_item_is_finished_by_the_others(tmp_path, monkeypatch, item):
     """MK_FLOW_STEAL (c_src/mk_team.h): a traced build in which the thread that runs the
-    first sliver of the call's first unit (MK_FLOW_STALL_NS), or packs the first panel
-    of block 1's first piece (MK_FLOW_STALL_PIECE_NS), sleeps 30 ms after it, as a
-    thread descheduled inside that item would. Other threads run the rest of that
-    item (its UNIT and STEAL, or PIECE and PANELS, events come from two threads or
-    more), and C is within the float64 bound and bit for bit that of the plain build,
-    and of a build whose items are never split (MK_FLOW_STEAL=0)."""
+    first sliver of unit 0 of the first block (MK_FLOW_STALL_NS) or of the last block,
+    which only the threads done with everything else can help (MK_FLOW_STALL_BLOCK=-1),
+    or that packs the first panel of block 1's first piece (MK_FLOW_STALL_PIECE_NS),
+    sleeps 30 ms after it, as a thread descheduled inside that item would. Other threads
+    run the rest of that item (its UNIT and STEAL, or PIECE and PANELS, events come from
+    two threads or more), the timeline keeps the flow's rules (_check_timeline), and C
+    is within the float64 bound and bit for bit that of the plain build, and of a build
+    whose items are never split (MK_FLOW_STEAL=0)."""
     import numpy as np
     import microkernel as mk
     from microkernel import flow_trace as ft, validate
     if os.environ.get("MICROKERNEL_THREADING", "team") != "team":
         pytest.skip("MICROKERNEL_THREADING forces another decomposition")
-    stall = "MK_FLOW_STALL_NS" if item == "unit" else "MK_FLOW_STALL_PIECE_NS"
-    stalled = ft.traced_kernel(None, tmp_path / "stall", (stall + "=30000000",))
+    stall = {"unit": ("MK_FLOW_STALL_NS=30000000",),
+             "last unit": ("MK_FLOW_STALL_NS=30000000", "MK_FLOW_STALL_BLOCK=-1"),
+             "piece": ("MK_FLOW_STALL_PIECE_NS=30000000",)}[item]
+    stalled = ft.traced_kernel(None, tmp_path / "stall", stall)
     whole = ft.traced_kernel(None, tmp_path / "whole", ("MK_FLOW_STEAL=0",))
     trace = tmp_path / "events.bin"
     rng = np.random.default_rng(23)
     nr = stalled.nr
-    m, n, k = 96, 20 * nr + 5, 64                 # units of several 2-panel slivers
+    m, n, k = 96, 32 * nr - 3, 64         # 2 NC blocks of 16 panels: units of 4 slivers
     A = rng.standard_normal((m, k)).astype(np.float32)
     B = rng.standard_normal((k, n)).astype(np.float32)
     blk = {"kc": 16, "mc": 24, "nc": 16 * nr}
@@ -349,11 +361,44 @@ def test_a_stalled_threads_item_is_finished_by_the_others(tmp_path, monkeypatch,
     assert np.array_equal(plain.view(np.uint32), got.view(np.uint32))
     assert np.array_equal(plain.view(np.uint32), unsplit.view(np.uint32))
     ev = ft.read(trace)
-    owner, share, block = (ft.UNIT, ft.STEAL, 0) if item == "unit" else (ft.PIECE, ft.PANELS, 1)
+    _check_timeline(ft, ev, 3, 4)
+    blocks = int(ev[ev["kind"] == ft.CALL]["block"][0])
+    owner, share, block = {"unit": (ft.UNIT, ft.STEAL, 0), "last unit": (ft.UNIT, ft.STEAL, blocks - 1),
+                           "piece": (ft.PIECE, ft.PANELS, 1)}[item]
     first = ev[(ev["block"] == block) & (((ev["kind"] == owner) & (ev["index"] % ft.STOLEN == 0))
                                          | ((ev["kind"] == share) & (ev["index"] % ft.INWAIT == 0)))]
     assert len(set(first["slot"])) >= 2, (f"no other thread ran a share of the stalled {item}",
                                           first)
+
+
+HANG_SCRIPT = textwrap.dedent("""
+    import sys, numpy as np, microkernel as mk
+    from microkernel import flow_trace as ft, validate
+    kern = ft.traced_kernel(None, sys.argv[1], ("MK_FLOW_STALL_DONE_NS=200000000",
+                                                "MK_FLOW_STALL_BLOCK=2"))
+    rng = np.random.default_rng(3)
+    m, n, k = 72, 4 * kern.nr, 48
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    C = mk.gemm(A, B, threads=8, kernel=kern, blocking={"kc": 16, "nc": kern.nr})
+    print("ok" if validate.check(C, *validate.reference(A, B, None, 1.0, 0.0))[0] else "wrong")
+""")
+
+
+def test_a_late_unit_of_a_last_kc_block_does_not_hang_the_call(tmp_path):
+    """With 3 KC blocks per NC block (as many as the flow's B buffers), unit 0 of the
+    first NC block's last KC block (block 2) is held 200 ms inside its last sliver
+    (MK_FLOW_STALL_DONE_NS), so that unit 0 of block 6 finishes first. Until session 61
+    its late done mark then overwrote block 6's in the ring of marks, and unit 0 of block
+    7 waited for ever; the call must end, with C within the float64 bound."""
+    if os.environ.get("MICROKERNEL_THREADING", "team") != "team":
+        pytest.skip("MICROKERNEL_THREADING forces another decomposition")
+    try:
+        res = subprocess.run([sys.executable, "-c", HANG_SCRIPT, str(tmp_path)],
+                             capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the call hung: a late done mark overwrote a newer one")
+    assert res.returncode == 0 and res.stdout.strip() == "ok", (res.stdout, res.stderr[-2000:])
 
 
 POOL_SCRIPT = textwrap.dedent("""
