@@ -137,14 +137,16 @@ static void mk_team_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr, i
  * a thread descheduled inside a unit it had taken held every thread that needed that
  * unit, and the call, until the scheduler gave it a core again (the timeline of
  * session 60: 5 of 9 calls at n = 1024 on a busy 16-core host took 2.8-11x the
- * fastest); now it holds them for at most the one sliver it is inside. A thief packs
- * the unit's rows of A into its own A block first (the same packing, so C is the same
- * bit for bit whoever runs a sliver). A thread descheduled inside a sliver still holds
- * that sliver. Raced at 16 threads on busy hosts (bench/results/sapphire-rapids/
- * threads_steal/): five ties with the items whole (paused -3.0 [-5.1, +1.1] %, +1.0
- * [-4.5, +19.1] % and -2.4 [-17.6, +9.9] %, back to back +8.1 and +2.2 % for the whole
- * items), +6.1 [+1.4, +8.7] % at n = 1024 in one race, not repeated. MK_FLOW_STEAL 0: a unit is one sliver and a
- * piece one run of panels, their owner's alone. */
+ * fastest); now the others run the rest of its unit and its other items, and what it
+ * holds is the one sliver it is inside, still for as long as it is off its core (the
+ * units after it on the same C tiles wait for that sliver). A thief packs the unit's
+ * rows of A into its own A block first (the same packing, so C is the same bit for bit
+ * whoever runs a sliver). Raced at 16 threads on busy hosts
+ * (bench/results/sapphire-rapids/threads_steal/): five ties with the items whole
+ * (paused -3.0 [-5.1, +1.1] %, +1.0 [-4.5, +19.1] % and -2.4 [-17.6, +9.9] %, back to
+ * back +8.1 and +2.2 % for the whole items), +6.1 [+1.4, +8.7] % at n = 1024 in one
+ * race, not repeated. MK_FLOW_STEAL 0: a unit is one sliver and a piece one run of
+ * panels, their owner's alone. */
 #ifndef MK_FLOW_STEAL
 #define MK_FLOW_STEAL 1
 #endif
@@ -352,12 +354,12 @@ static int64_t mk_flow_slivers(mk_flow_ctx *x, int64_t t, const mk_flow_block *c
     return ran;
 }
 
+static int64_t mk_flow_help_block(mk_flow_ctx *x, int64_t t, int in_wait);
+
 /* A thread that would wait for block tb's B packs free panels of its pieces
  * (MK_FLOW_STEAL), once the buffer's last readers are done (until then it runs their
  * free slivers). in_wait: called from a wait (the timeline's PANELS event says so).
  * Returns the panels packed or slivers run. */
-static int64_t mk_flow_help_block(mk_flow_ctx *x, int64_t t, int in_wait);
-
 static int64_t mk_flow_help_pieces(mk_flow_ctx *x, int64_t tb, int in_wait)
 {
 #if MK_FLOW_STEAL
