@@ -12,9 +12,10 @@ per thread with CLOCK_MONOTONIC nanoseconds, and appends them to the file named 
 
 Event kinds (field ``kind``) and the meaning of ``t0, t1, t2``:
 
-* :data:`PIECE`, :data:`UNIT`: taken (before its waits), its waits over, done (a unit:
-  its owner's slivers done; others may still run the rest); a unit's ``index`` has
-  :data:`STOLEN` added when it was not in its thread's home range;
+* :data:`PIECE`, :data:`UNIT`: taken (before its waits), its waits over, its owner's
+  share done (taken before that share is counted; others may still run the rest; t2 ==
+  t1: others ran all of it); a unit's ``index`` has :data:`STOLEN` added when it was not
+  in its thread's home range;
 * :data:`STEAL`: slivers of a unit (``block``, ``index``) run by a thread other than its
   owner (``MK_FLOW_STEAL``), :data:`PANELS`: panels of a piece packed by a thread other
   than its owner: its start, the same, its end; ``index`` has :data:`INWAIT` added when
@@ -52,9 +53,9 @@ def traced_kernel(name: str | None = None, directory: str | os.PathLike | None =
     kernel variant (``get_kernel(name, source=)``) whose team calls write their
     timeline to ``$MICROKERNEL_FLOW_TRACE``. ``defines``: more of the driver's macros,
     ``"NAME"`` or ``"NAME=VALUE"`` (e.g. ``"MK_FLOW_HOME=0"``), defined ahead of it. Its
-    source goes into ``directory`` (made if missing; a new temporary one by default). Raises TileError
-    (not an fp32 tile; a define that is not NAME or NAME=VALUE), and what
-    :func:`microkernel.get_kernel` raises."""
+    source goes into ``directory`` (made if missing; a new temporary one by default).
+    Raises TileError (not an fp32 tile; a define that is not NAME or NAME=VALUE), and
+    what :func:`microkernel.get_kernel` raises."""
     from .codegen import generate
     from .dispatch import get_kernel
     from .tile import TileError, TileSpec
