@@ -265,6 +265,45 @@ static mk_flow_block mk_flow_blk(const mk_flow_ctx *x, int64_t t)
                       x->parts, x->nt);
 }
 
+/* An item's shares: the B panels j0..j1 it covers (a piece's, a unit's part's), handed
+ * out in runs of w (MK_FLOW_STEAL: one panel of a piece, MK_FLOW_SLIVER of a unit; else
+ * the whole item), n of them, by its counters ctr[0] (handed out) and ctr[1] (done). */
+typedef struct {
+    int64_t j0, j1, w, n;
+    int64_t *ctr;
+} mk_flow_share;
+
+static mk_flow_share mk_flow_shares(int64_t j0, int64_t j1, int64_t w, int64_t *ctr)
+{
+    const mk_flow_share sh = {j0, j1, w, (j1 - j0 + w - 1) / w, ctr};
+    return sh;
+}
+
+/* piece p of block tb (described by nb) */
+static mk_flow_share mk_flow_piece_shares(const mk_flow_ctx *x, int64_t tb,
+                                          const mk_flow_block *nb, int64_t p)
+{
+    const int64_t j0 = nb->npanels * p / nb->pieces, j1 = nb->npanels * (p + 1) / nb->pieces;
+    return mk_flow_shares(j0, j1, MK_FLOW_STEAL ? 1 : j1 - j0,
+                          x->fl->ps + (tb * x->fl->threads + p) * MK_FLOW_SL_WORDS);
+}
+
+/* unit u of block t (described by cb) */
+static mk_flow_share mk_flow_unit_shares(const mk_flow_ctx *x, int64_t t,
+                                         const mk_flow_block *cb, int64_t u)
+{
+    const int64_t part = u / x->row_chunks;
+    const int64_t j0 = cb->npanels * part / cb->parts, j1 = cb->npanels * (part + 1) / cb->parts;
+    return mk_flow_shares(j0, j1, MK_FLOW_STEAL ? MK_FLOW_SLIVER : j1 - j0,
+                          x->fl->sl + (t * x->fl->units + u) * MK_FLOW_SL_WORDS);
+}
+
+/* whether the item still has a share to hand out */
+static inline int mk_flow_free(const mk_flow_share *sh)
+{
+    return __atomic_load_n(&sh->ctr[0], __ATOMIC_RELAXED) < sh->n;
+}
+
 /* Piece `off` of block tb (described by nb): its share of the block's B panels packed
  * into the block's buffer (mk_flow_panels), once the buffer's last reader, block
  * tb - MK_FLOW_BUFS, is done (while it is not, the thread runs that block's free
@@ -278,29 +317,25 @@ static void mk_flow_unit(mk_flow_ctx *x, int64_t t, const mk_flow_block *cb, int
                          int stolen);
 
 /* The panels of piece `off` of block tb, handed out one at a time (MK_FLOW_STEAL; else
- * all at once) by the piece's counter ps[0] to its owner and to any thread that would
- * otherwise wait for them (mk_flow_help_pieces); ps[1] counts those packed, and the
+ * all at once) by the piece's counter ctr[0] to its owner and to any thread that would
+ * otherwise wait for them (mk_flow_help_pieces); ctr[1] counts those packed, and the
  * thread that packs the last adds the piece to packed[tb]. Returns the panels this
  * thread packed; *t_end (trace builds): when it finished its last, before counting it. */
 static int64_t mk_flow_panels(mk_flow_ctx *x, int64_t tb, const mk_flow_block *nb, int64_t off,
                               int64_t *t_end)
 {
-    mk_flow *fl = x->fl;
-    const int64_t j0 = nb->npanels * off / nb->pieces, j1 = nb->npanels * (off + 1) / nb->pieces;
-    const int64_t w = MK_FLOW_STEAL ? 1 : j1 - j0, P = (j1 - j0 + w - 1) / w;
-    int64_t *ps = fl->ps + (tb * fl->threads + off) * MK_FLOW_SL_WORDS;
+    const mk_flow_share sh = mk_flow_piece_shares(x, tb, nb, off);
     MK_TB *dst = x->b_bufs[tb % MK_FLOW_BUFS];
     int64_t ran = 0, s;
-    while (__atomic_load_n(&ps[0], __ATOMIC_RELAXED) < P &&
-           (s = __atomic_fetch_add(&ps[0], 1, __ATOMIC_RELAXED)) < P) {
-        for (int64_t jp = j0 + s * w; jp < mk_min(j0 + (s + 1) * w, j1); ++jp)
+    while (mk_flow_free(&sh) && (s = __atomic_fetch_add(&sh.ctr[0], 1, __ATOMIC_RELAXED)) < sh.n) {
+        for (int64_t jp = sh.j0 + s * sh.w; jp < mk_min(sh.j0 + (s + 1) * sh.w, sh.j1); ++jp)
             mk_pack_b_panel(jp, nb->w0, x->nr, nb->nc, nb->kc, nb->kcp,
                             x->b + nb->pc * x->rs_b + nb->jc * x->cs_b, x->rs_b, x->cs_b,
                             dst + jp * nb->b_stride);
         ++ran;
         MK_TR_MARK(t_end);                      /* before the count others wait on */
-        if (__atomic_add_fetch(&ps[1], 1, __ATOMIC_ACQ_REL) == P)
-            __atomic_fetch_add(&fl->packed[tb], 1, __ATOMIC_RELEASE);
+        if (__atomic_add_fetch(&sh.ctr[1], 1, __ATOMIC_ACQ_REL) == sh.n)
+            __atomic_fetch_add(&x->fl->packed[tb], 1, __ATOMIC_RELEASE);
 #ifdef MK_FLOW_STALL_PIECE_NS
         if (tb == 1 && off == 0 && s == 0)
             mk_flow_nap(MK_FLOW_STALL_PIECE_NS);
@@ -310,8 +345,8 @@ static int64_t mk_flow_panels(mk_flow_ctx *x, int64_t tb, const mk_flow_block *n
 }
 
 /* The slivers of unit u of block t: its part's panels p0..p1 in runs of MK_FLOW_SLIVER
- * (MK_FLOW_STEAL; else one run), handed out by the unit's counter sl[0] to its owner
- * and to any thread that would otherwise wait (mk_flow_help); sl[1] counts those
+ * (MK_FLOW_STEAL; else one run), handed out by the unit's counter ctr[0] to its owner
+ * and to any thread that would otherwise wait (mk_flow_help); ctr[1] counts those
  * finished, and the thread that finishes the last marks the unit done. Each thread
  * packs the unit's rows of A into its own A block before its first sliver of the unit
  * (the same packing, so C is the same whoever runs a sliver). Returns the slivers this
@@ -321,14 +356,12 @@ static int64_t mk_flow_slivers(mk_flow_ctx *x, int64_t t, const mk_flow_block *c
 {
     mk_flow *fl = x->fl;
     const MK_TC one = 1;
-    const int64_t part = u / x->row_chunks, ic = u % x->row_chunks * x->chunk;
-    const int64_t p0 = cb->npanels * part / cb->parts, p1 = cb->npanels * (part + 1) / cb->parts;
-    const int64_t w = MK_FLOW_STEAL ? MK_FLOW_SLIVER : p1 - p0, S = (p1 - p0 + w - 1) / w;
-    int64_t *sl = fl->sl + (t * fl->units + u) * MK_FLOW_SL_WORDS;
+    const int64_t ic = u % x->row_chunks * x->chunk;
+    const mk_flow_share sh = mk_flow_unit_shares(x, t, cb, u);
+    const int64_t p0 = sh.j0, p1 = sh.j1;
     int64_t ran = 0, s;
-    while (__atomic_load_n(&sl[0], __ATOMIC_RELAXED) < S &&
-           (s = __atomic_fetch_add(&sl[0], 1, __ATOMIC_RELAXED)) < S) {
-        const int64_t s0 = p0 + s * w, s1 = mk_min(s0 + w, p1);
+    while (mk_flow_free(&sh) && (s = __atomic_fetch_add(&sh.ctr[0], 1, __ATOMIC_RELAXED)) < sh.n) {
+        const int64_t s0 = p0 + s * sh.w, s1 = mk_min(s0 + sh.w, p1);
         mk_macro(x->uk, mk_min(x->chunk, x->m - ic), cb->kc, cb->kcp, x->alpha,
                  x->a + ic * x->rs_a + cb->pc * x->cs_a, x->rs_a, x->cs_a,
                  x->b_bufs[t % MK_FLOW_BUFS], cb->b_stride, s0, s1, s1 < p1 ? s1 : p0, cb->w0,
@@ -336,12 +369,12 @@ static int64_t mk_flow_slivers(mk_flow_ctx *x, int64_t t, const mk_flow_block *c
                  x->rs_c, x->cs_c, x->a_pack, x->edge, ran == 0);
         ++ran;
 #ifdef MK_FLOW_STALL_DONE_NS
-        if (s == S - 1 && MK_FLOW_STALL_AT(fl, t, u))
+        if (s == sh.n - 1 && MK_FLOW_STALL_AT(fl, t, u))
             mk_flow_nap(MK_FLOW_STALL_DONE_NS);
 #endif
         MK_TR_MARK(t_end);                      /* before the count others wait on */
         /* acq_rel: the last finisher's add reads every earlier one's (their C tiles) */
-        if (__atomic_add_fetch(&sl[1], 1, __ATOMIC_ACQ_REL) == S) {
+        if (__atomic_add_fetch(&sh.ctr[1], 1, __ATOMIC_ACQ_REL) == sh.n) {
             if (cb->pc + cb->kc < x->k)         /* the next KC block's unit u reads it */
                 __atomic_store_n(&fl->done[t % MK_FLOW_RING * fl->units + u], t, __ATOMIC_RELEASE);
             __atomic_fetch_add(&fl->finished[t], 1, __ATOMIC_RELEASE);
@@ -371,8 +404,8 @@ static int64_t mk_flow_help_pieces(mk_flow_ctx *x, int64_t tb, int in_wait)
     }
     const mk_flow_block nb = mk_flow_blk(x, tb);
     for (int64_t p = 0; p < nb.pieces; ++p) {
-        const int64_t P = nb.npanels * (p + 1) / nb.pieces - nb.npanels * p / nb.pieces;
-        if (__atomic_load_n(&fl->ps[(tb * fl->threads + p) * MK_FLOW_SL_WORDS], __ATOMIC_RELAXED) >= P)
+        const mk_flow_share sh = mk_flow_piece_shares(x, tb, &nb, p);
+        if (!mk_flow_free(&sh))
             continue;
         MK_TR_T(h0_);
         int64_t e_ = 0;
@@ -402,10 +435,8 @@ static int64_t mk_flow_help(mk_flow_ctx *x, int64_t t, int64_t u, int in_wait)
         const mk_flow_block cb = mk_flow_blk(x, t);
         if (u >= cb.units)
             return 0;
-        const int64_t part = u / x->row_chunks;
-        const int64_t S = (cb.npanels * (part + 1) / cb.parts - cb.npanels * part / cb.parts +
-                           MK_FLOW_SLIVER - 1) / MK_FLOW_SLIVER;
-        if (__atomic_load_n(&fl->sl[(t * fl->units + u) * MK_FLOW_SL_WORDS], __ATOMIC_RELAXED) >= S)
+        const mk_flow_share sh = mk_flow_unit_shares(x, t, &cb, u);
+        if (!mk_flow_free(&sh))
             return 0;
         if (__atomic_load_n(&fl->packed[t], __ATOMIC_ACQUIRE) < cb.pieces)
             return mk_flow_help_pieces(x, t, in_wait);
@@ -430,13 +461,10 @@ static int64_t mk_flow_help(mk_flow_ctx *x, int64_t t, int64_t u, int in_wait)
 static int64_t mk_flow_help_block(mk_flow_ctx *x, int64_t t, int in_wait)
 {
 #if MK_FLOW_STEAL
-    const mk_flow *fl = x->fl;
     const mk_flow_block cb = mk_flow_blk(x, t);
     for (int64_t u = 0; u < cb.units; ++u) {
-        const int64_t part = u / x->row_chunks;
-        const int64_t S = (cb.npanels * (part + 1) / cb.parts - cb.npanels * part / cb.parts +
-                           MK_FLOW_SLIVER - 1) / MK_FLOW_SLIVER;
-        if (__atomic_load_n(&fl->sl[(t * fl->units + u) * MK_FLOW_SL_WORDS], __ATOMIC_RELAXED) < S) {
+        const mk_flow_share sh = mk_flow_unit_shares(x, t, &cb, u);
+        if (mk_flow_free(&sh)) {
             const int64_t ran = mk_flow_help(x, t, u, in_wait);
             if (ran)
                 return ran;
