@@ -159,6 +159,15 @@
 #                                      (=0): the thread tests and team check, the trace, raced
 #                                      beside numpy and PyTorch paused and back to back; on a
 #                                      calm host each library alone at 1 and 16 threads first
+#   bash bench/device_cpu.sh bars [check] issue 24's bars on this tree: on a calm host (or any, with
+#                                      BARS_ANY=1) each library alone at 1 and 16 threads, then
+#                                      interleaved (paused, back to back, the others' spin cut;
+#                                      bench/threads.py, BARS_REPEATS processes each, default 2),
+#                                      and on a calm host the team's trace at 1024-4096; check:
+#                                      then the thread tests, bench/team_check.py and this driver
+#                                      raced against badcb44's at 16 threads (carry
+#                                      .amxvar/driver_badcb44 from `python bench/driver_ab.py
+#                                      --rev badcb44 --write .amxvar/driver_badcb44`)
 #   bash bench/device_cpu.sh amxfinal  issue 21: the four AMX 32 x 32 tiles' catalogue, the C-stationary and
 #                                      typed x86 tests, then `bench` of bf16 at 1024-4096 (% of
 #                                      the tdpbf16ps peak paired by round, PyTorch) on CPUs 13, 5; the 16 x 32 and 32 x 16
@@ -631,6 +640,29 @@ if [ "${1:-}" = steal ]; then
     race16 "steal_16t_pause_calm$calm.json" 1024,2048,4096 9 0.3 "$k;$k@.amxvar/nosteal_$k.c"
     race16 "steal_16t_b2b_calm$calm.json" 256,1024,2048 15 0 "$k;$k@.amxvar/nosteal_$k.c"
   } 2>&1 | tee "$OUT/device_steal.log"
+  exit 0
+fi
+if [ "${1:-}" = bars ]; then
+  # issue 24's bars measured on this tree where the host allows it (session 62: call 1
+  # ran the calm-host steps on a calm host, call 2 `BARS_ANY=1 BARS_REPEATS=3 ... bars
+  # check` the rest on the same machine, busy by then). check: the tests and team check on the host, and the
+  # later changes of session 61 (a last KC block's unit without a done mark, the
+  # helpers' scans) raced against badcb44's flow, the last one timed there
+  {
+    gate
+    if [ "$calm" = 1 ] || [ "${BARS_ANY:-0}" = 1 ]; then
+      run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/threads.py --threads 1,16 \
+          --sizes 1024,2048,4096 --rounds 9 --repeats "${BARS_REPEATS:-2}" \
+          --libs "microkernel team,numpy,torch" --out "$OUT/bars"
+    fi
+    [ "$calm" = 1 ] && trace16 --sizes 1024,2048,4096 --json "$OUT/trace_calm.json"
+    if [ "${2:-}" = check ]; then
+      team_checks
+      run env OMP_NUM_THREADS=16 python3 bench/driver_ab.py --rev badcb44 \
+          --c-src .amxvar/driver_badcb44 --kernel "$(f32)" --threads 16 --sizes 1024,2048,4096 \
+          --rounds 9 --json "$OUT/later_16t.json"
+    fi
+  } 2>&1 | tee "$OUT/device_bars.log"
   exit 0
 fi
 if [ "${1:-}" = teamcheck ]; then
