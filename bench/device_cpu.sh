@@ -89,7 +89,9 @@
 #                                      against MICROKERNEL_CONTENTION=1, alone and beside numpy
 #                                      and PyTorch back to back and paused), the thread tests;
 #                                      issue 21: `bench` of
-#                                      AMX bf16 at 4096 beside the tdpbf16ps loop, 15 rounds
+#                                      AMX bf16 at 4096 beside the tdpbf16ps loop, 15 rounds;
+#                                      contention 2: the gate, then bench/contention.py only
+#                                      (256-4096, 9 rounds)
 #   bash bench/device_cpu.sh scan      issue 24: bench/contention.py at 128-1024 with explicit counts
 #                                      1-16 beside the default, alone and back to back with numpy
 #                                      and PyTorch (what count a small problem should get)
@@ -698,6 +700,14 @@ if [ "${1:-}" = scan ]; then
   exit 0
 fi
 if [ "${1:-}" = contention ]; then
+  if [ "${2:-}" = 2 ]; then
+    {
+      gate
+      run python3 bench/contention.py --sizes 256,1024,2048,4096 --rounds 9 --contention \
+          --out "$OUT/contention"
+    } 2>&1 | tee "$OUT/device_contention.log"
+    exit 0
+  fi
   {
     run python3 -m pytest -q -p no:cacheprovider tests/test_threads.py
     run python3 bench/contention.py --sizes 256,512,1024,2048,4096 --rounds 7 --contention \
