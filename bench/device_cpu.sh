@@ -647,9 +647,10 @@ fi
 if [ "${1:-}" = bars ]; then
   # issue 24's bars measured on this tree where the host allows it (session 62: call 1
   # ran the calm-host steps on a calm host, call 2 `BARS_ANY=1 BARS_REPEATS=3 ... bars
-  # check` the rest on the same machine, busy by then). check: the tests and team check on the host, and the
-  # later changes of session 61 (a last KC block's unit without a done mark, the
-  # helpers' scans) raced against badcb44's flow, the last one timed there
+  # check` the rest on the same machine, busy by then). check: the tests and team
+  # check on the host, and the later changes of session 61 (a last KC block's unit
+  # without a done mark, the helpers' scans) raced against badcb44's flow, the last one
+  # timed there
   {
     gate
     if [ "$calm" = 1 ] || [ "${BARS_ANY:-0}" = 1 ]; then
