@@ -92,11 +92,6 @@
 #                                      AMX bf16 at 4096 beside the tdpbf16ps loop, 15 rounds;
 #                                      contention 2: the gate, then bench/contention.py only
 #                                      (256-4096, 9 rounds)
-#   bash bench/device_cpu.sh slice2    issue 24: bench/contention.py back to back with the pool's and
-#                                      the caller's threads on a 100 us slice
-#                                      ($MICROKERNEL_POOL_SLICE_US) and without, each with and
-#                                      without $MICROKERNEL_CONTENTION=1; on a calm host each
-#                                      library alone at 1 and 16 threads first
 #   bash bench/device_cpu.sh scan      issue 24: bench/contention.py at 128-1024 with explicit counts
 #                                      1-16 beside the default, alone and back to back with numpy
 #                                      and PyTorch (what count a small problem should get)
@@ -721,29 +716,6 @@ if [ "${1:-}" = contention ]; then
     run taskset -c 9 python3 -m microkernel bench --dtype bf16 --kernel amx_bf16_32x32 \
         --sizes 4096 --rounds 15 --peers torch --json "$OUT/amx_bench4096_cpu9.json"
   } 2>&1 | tee "$OUT/device_contention.log"
-  exit 0
-fi
-if [ "${1:-}" = slice2 ]; then
-  # issue 24's back to back at 1024, session 63: the pool's threads and the caller with a
-  # 100 us scheduler slice ($MICROKERNEL_POOL_SLICE_US, EEVDF's sched_runtime) against
-  # none, each with and without $MICROKERNEL_CONTENTION=1 (bench/contention.py back to
-  # back beside numpy and PyTorch, two processes per setting, in turn); on a calm host
-  # each library alone at 1 and 16 threads first (issue 24's alone bars, 2 processes each)
-  {
-    gate
-    if [ "$calm" = 1 ]; then
-      run env OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 python3 bench/threads.py --threads 1,16 \
-          --sizes 1024,2048,4096 --repeats 2 --interleaved 0 \
-          --libs "microkernel team,numpy,torch" --out "$OUT/alone"
-    fi
-    for r in 1 2; do
-      for us in 0 100; do
-        run env MICROKERNEL_POOL_SLICE_US=$us python3 bench/contention.py --sizes 1024,2048,4096 \
-            --rounds 11 --pause 0 --contention --out "$OUT/slice_${us}_$r"
-        rm -f "$OUT/slice_${us}_$r/contention.md"
-      done
-    done
-  } 2>&1 | tee "$OUT/device_slice2.log"
   exit 0
 fi
 if [ "${1:-}" = roofline ]; then

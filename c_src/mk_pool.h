@@ -139,36 +139,8 @@ static int mk_pool_join(uint32_t gen)
     return ok;
 }
 
-/* Experiment (issue 24, session 63): $MICROKERNEL_POOL_SLICE_US asks the scheduler for a
- * slice of that many microseconds (sched_setattr(2)'s sched_runtime for SCHED_OTHER,
- * EEVDF, Linux 6.12 and later; an older kernel ignores it) for each worker when it
- * starts and for a calling thread at its first pooled call. Unset: nothing changes. */
-static void mk_pool_slice(void)
-{
-#if defined(SYS_sched_setattr) && defined(SYS_sched_getattr)
-    const char *e = getenv("MICROKERNEL_POOL_SLICE_US");
-    const long us = e ? atol(e) : 0;
-    if (us <= 0 || us > 100000)
-        return;
-    struct {
-        uint32_t size, policy;
-        uint64_t flags;
-        int32_t nice;
-        uint32_t priority;
-        uint64_t runtime, deadline, period;
-    } a = {0};
-    if (syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) == 0 && a.policy == SCHED_OTHER) {
-        a.size = sizeof a;
-        a.flags &= 1;                                /* SCHED_FLAG_RESET_ON_FORK */
-        a.runtime = (uint64_t)us * 1000u;
-        syscall(SYS_sched_setattr, 0, &a, 0);
-    }
-#endif
-}
-
 static void *mk_pool_worker(void *start)
 {
-    mk_pool_slice();
     uint32_t seen = (uint32_t)(uintptr_t)start;      /* gen when this worker was made */
     int spin = 0;                                    /* took part in the last job */
     for (;;) {
@@ -268,11 +240,6 @@ static int mk_pool_run(mk_pool_fn fn, void *arg, int threads)
     if (threads < 2 || threads > 0x7fff || !mk_pool_enabled() ||
         pthread_mutex_trylock(&mk_pool.lock) != 0)
         return -1;
-    static __thread int sliced;
-    if (!sliced) {
-        sliced = 1;
-        mk_pool_slice();
-    }
     if (mk_pool_grow(threads - 1) < 1) {
         pthread_mutex_unlock(&mk_pool.lock);
         return -1;
