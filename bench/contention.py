@@ -1,7 +1,8 @@
 """gemm()'s default thread count under other runtimes' spinning workers (issue 24).
 
     python bench/contention.py [--sizes 256,512,1024,2048,4096] [--rounds 7]
-                               [--counts 1,4,16] [--contention] [--out DIR]
+                               [--counts 1,4,16] [--contention]
+                               [--peers "numpy,torch;numpy;torch"] [--out DIR]
 
 1. **Alone**: a process of its own times ``gemm()`` with the default thread count
    (the CPUs, fewer for a small problem: :func:`microkernel.threads.threads_for`), with
@@ -15,8 +16,18 @@
    whatever runs after numpy or torch shares the CPUs with their workers, which spin
    after each call (OpenBLAS about 0.1 s, libgomp GOMP_SPINCOUNT iterations). Each
    call of ``contended`` is logged (runnable threads seen, our awake workers, the
-   count chosen).
-3. The same interleaved with ``--pause`` (default 0.3 s) before each sample (0: not run).
+   count chosen). ``--peers`` names the peer groups, ``;`` between groups: one
+   back-to-back process per group (``numpy`` alone, ``torch`` alone: whose spinning
+   workers cost what); the default is both peers in one group.
+3. The same interleaved with ``--pause`` (default 0.3 s) before each sample (0: not run),
+   beside the first group.
+
+Around each sample of ours (outside its timed span) the timing process reads every
+thread's ``/proc/self/task/<tid>/schedstat`` (time on a CPU, time runnable but waiting
+for one, in ns; Documentation/scheduler/sched-stats.rst) and sorts them into ours (the
+calling thread and the pool's workers, named ``mk-pool``: c_src/mk_pool.h) and the
+others (OpenBLAS's and PyTorch's workers): the CPUs each side held during our samples,
+and the share of our threads' runnable time spent waiting for a CPU.
 
 Prints and writes ``contention.json`` / ``contention.md`` under --out: every library's
 GFLOP/s (median of the rounds, the spread beside it) and interleaved / alone for both
@@ -55,6 +66,43 @@ CHILD = textwrap.dedent("""
     gm.contended = spy
     if "torch" in peers:
         import torch
+
+    def sched():                   # tid -> (ours, ns on a CPU, ns runnable and waiting)
+        snap, me = {}, os.getpid()
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/schedstat") as f:
+                    run, wait = f.read().split()[:2]
+                with open(f"/proc/self/task/{tid}/comm") as f:
+                    ours = int(tid) == me or f.read().strip() == "mk-pool"
+            except (OSError, ValueError):
+                continue                                 # a thread that just exited
+            snap[tid] = (ours, int(run), int(wait))
+        return snap
+    cpu = collections.defaultdict(lambda: [0.0] * 5)   # key -> wall, ours run/wait, others'
+
+    class Sampled(Rounds):         # Rounds' sample, with schedstat read around ours
+        def _timed(self, fn, loops):
+            key = keys.get(id(fn))
+            if key is None:
+                return super()._timed(fn, loops)
+            if self.pause:
+                self.sleep(self.pause)
+                fn()
+            s0 = sched()
+            t0 = self.clock()
+            for _ in range(loops):
+                fn()
+            dt = self.clock() - t0
+            s1 = sched()
+            acc = cpu[key]
+            acc[0] += dt
+            for tid, (ours, run, wait) in s1.items():
+                if tid in s0:                            # threads alive across the sample
+                    i = 1 if ours else 3
+                    acc[i] += (run - s0[tid][1]) / 1e9
+                    acc[i + 1] += (wait - s0[tid][2]) / 1e9
+            return dt / loops
     cons = []
     for n in sizes:
         rng = np.random.default_rng(0)
@@ -81,7 +129,8 @@ CHILD = textwrap.dedent("""
         if "torch" in peers:
             a, b, c = (torch.from_numpy(x) for x in (A, B, C))
             cons.append(Contender("torch", lambda a=a, b=b, c=c: torch.matmul(a, b, out=c), flops, str(n)))
-    r = Rounds(cons, min_time=0.02, pause=pause)
+    keys = {id(c.fn): (c.shape, c.name) for c in cons if c.name.startswith("ours")}
+    r = Sampled(cons, min_time=0.02, pause=pause)
     for _ in range(rounds):
         r.round()
     out = {"gflops": {}, "spread": {},
@@ -91,6 +140,10 @@ CHILD = textwrap.dedent("""
         out["gflops"].setdefault(c.name, {})[c.shape] = statistics.median(g)
         out["spread"].setdefault(c.name, {})[c.shape] = [min(g), max(g)]
     out["contended_calls"] = [[*k, v] for k, v in sorted(log.items())]
+    for (shape, name), (wall, run, wait, orun, owait) in cpu.items():
+        out.setdefault("cpus", {}).setdefault(name, {})[shape] = {
+            "ours": run / wall, "others": orun / wall,
+            "ours_waiting": wait / max(run + wait, 1e-12), "others_waiting": owait / wall}
     print("RESULT " + json.dumps(out))
 """)
 
@@ -121,17 +174,28 @@ def main():
                     help="explicit thread counts timed beside the default, e.g. 1,4,16")
     ap.add_argument("--contention", action="store_true",
                     help="also time the default with $MICROKERNEL_CONTENTION=1")
+    ap.add_argument("--peers", default=None,
+                    help="peer groups for the back-to-back runs, ';' between groups, e.g. "
+                         "'numpy,torch;numpy;torch' (default: numpy and, where installed, torch)")
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     import importlib.util
-    peers = ["numpy"] + (["torch"] if importlib.util.find_spec("torch") else [])
+    have = ["numpy"] + (["torch"] if importlib.util.find_spec("torch") else [])
+    groups = [[p for p in g.split(",") if p] for g in (args.peers or ",".join(have)).split(";")]
+    for p in {p for g in groups for p in g}:
+        if p not in have:
+            ap.error(f"--peers: {p!r} is not one of the peers this Python has: {', '.join(have)}")
+    if not all(groups):
+        ap.error("--peers: an empty group")
     counts = [int(x) for x in args.counts.split(",") if x]
     ours = dict(counts=counts, switch=args.contention)
-    runs = {"alone": child(sizes, args.rounds, args.alone_pause, [], **ours),
-            "back to back": child(sizes, args.rounds, 0.0, peers, **ours)}
+    runs = {"alone": child(sizes, args.rounds, args.alone_pause, [], **ours)}
+    for g in groups:
+        tag = "back to back" if sorted(g) == sorted(have) else "back to back beside " + "+".join(g)
+        runs[tag] = child(sizes, args.rounds, 0.0, g, **ours)
     if args.pause:
-        runs[f"pause {args.pause} s"] = child(sizes, args.rounds, args.pause, peers, **ours)
+        runs[f"pause {args.pause} s"] = child(sizes, args.rounds, args.pause, groups[0], **ours)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "contention.json").write_text(json.dumps(runs, indent=1))
@@ -156,6 +220,11 @@ def main():
                 md.append(f"- {c} {tag} / alone: " + ", ".join(
                     f"n={n}: {d['gflops'][c][n] / runs['alone']['gflops'][c][n]:.2f}"
                     for n in map(str, sizes)))
+        for c, per in d.get("cpus", {}).items():
+            md.append(f"- {c} {tag}, CPUs held during its samples, ours / others' threads "
+                      "(ours' waiting share of their runnable time): " + ", ".join(
+                          f"n={n}: {per[n]['ours']:.1f} / {per[n]['others']:.1f} "
+                          f"({per[n]['ours_waiting']:.2f})" for n in map(str, sizes) if n in per))
         calls = collections.Counter()
         for t, _awake, _seen, _mine, chosen, count in d["contended_calls"]:
             calls[(t, chosen)] += count

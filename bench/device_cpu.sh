@@ -92,6 +92,12 @@
 #                                      AMX bf16 at 4096 beside the tdpbf16ps loop, 15 rounds;
 #                                      contention 2: the gate, then bench/contention.py only
 #                                      (256-4096, 9 rounds)
+#   bash bench/device_cpu.sh whose     issue 24: whose spinning workers cost our back-to-back calls what:
+#                                      the gate, then bench/contention.py at 1024-4096 back to
+#                                      back beside numpy and PyTorch, numpy only, PyTorch only
+#                                      (the CPUs each side's threads held, from schedstat), two
+#                                      processes; on a calm host each library alone at 1 and 16
+#                                      threads (2 processes each)
 #   bash bench/device_cpu.sh scan      issue 24: bench/contention.py at 128-1024 with explicit counts
 #                                      1-16 beside the default, alone and back to back with numpy
 #                                      and PyTorch (what count a small problem should get)
@@ -698,6 +704,18 @@ if [ "${1:-}" = scan ]; then
     run python3 bench/contention.py --sizes 128,192,256,384,512,768,1024 --counts 1,2,4,8,16 \
         --rounds 25 --pause 0 --alone-pause 0 --out "$OUT/small"
   } 2>&1 | tee "$OUT/device_small.log"
+  exit 0
+fi
+if [ "${1:-}" = whose ]; then
+  {
+    gate
+    for r in 1 2; do
+      run python3 bench/contention.py --sizes 1024,2048,4096 --rounds 11 --pause 0 \
+          --peers "numpy,torch;numpy;torch" --out "$OUT/whose$r"
+    done
+    [ "$calm" = 1 ] && run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 \
+        --repeats 2 --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
+  } 2>&1 | tee "$OUT/device_whose.log"
   exit 0
 fi
 if [ "${1:-}" = contention ]; then

@@ -31,8 +31,8 @@
  * process that loads many kernel modules keeps no threads for those it stopped using;
  * the worker count has its own mutex, so an exit never turns a caller away). Workers
  * block the asynchronous signals (a fault in one still reaches its handler: ASan's,
- * faulthandler's). A forked child starts with no workers and a free pool
- * (pthread_atfork).
+ * faulthandler's) and are named MK_POOL_NAME. A forked child starts with no workers and
+ * a free pool (pthread_atfork).
  * Linux only (futex(2)); elsewhere, or in a module that defines MK_NO_POOL, the driver
  * runs the flow on OpenMP's team as before 2026-12-04, and so it does in a process
  * started with $MICROKERNEL_POOL=0 (read once). */
@@ -79,6 +79,7 @@ static inline void mk_wait_step(unsigned spins)
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #define MK_HAVE_POOL 1
 #ifndef MK_POOL_SPIN_US
@@ -87,6 +88,9 @@ static inline void mk_wait_step(unsigned spins)
 #ifndef MK_POOL_IDLE_S
 #define MK_POOL_IDLE_S 2
 #endif
+/* every worker's thread name (PR_SET_NAME, prctl(2): at most 15 bytes), so `top -H`, `ps -L`
+ * and /proc/<pid>/task/<tid>/comm tell ours from other runtimes' workers */
+#define MK_POOL_NAME "mk-pool"
 #define MK_FUTEX_WAIT_PRIVATE 128       /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG (futex(2)) */
 #define MK_FUTEX_WAKE_PRIVATE 129
 #define MK_POOL_CLOSED ((uint64_t)1 << 31)
@@ -143,6 +147,7 @@ static void *mk_pool_worker(void *start)
 {
     uint32_t seen = (uint32_t)(uintptr_t)start;      /* gen when this worker was made */
     int spin = 0;                                    /* took part in the last job */
+    prctl(PR_SET_NAME, MK_POOL_NAME, 0, 0, 0);       /* top -H, /proc/<pid>/task/<tid>/comm */
     for (;;) {
         uint32_t gen = __atomic_load_n(&mk_pool.gen, __ATOMIC_ACQUIRE);
         const double until = mk_pool_now() + 1e-6 * MK_POOL_SPIN_US;

@@ -534,10 +534,11 @@ def test_runnable_and_process_threads_read_proc():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the pool is Linux's (futex)")
 def test_pool_threads_counts_the_workers_of_every_loaded_module():
     """contended()'s "ours": the pool workers of every kernel module loaded, not only the
-    calling one's (each module has its own pool). Run in a child: the workers retire
-    after 2 s asleep, and another test's modules must not enter the count."""
+    calling one's (each module has its own pool), and each worker named "mk-pool" in
+    /proc (c_src/mk_pool.h, MK_POOL_NAME). Run in a child: the workers retire after 2 s
+    asleep, and another test's modules must not enter the count."""
     code = textwrap.dedent("""
-        import json, numpy as np, microkernel as mk
+        import json, os, numpy as np, microkernel as mk
         from microkernel import kernel
         A = np.ones((256, 256), np.float32)
         ks = [mk.get_kernel(), mk.get_kernel("scalar_3x5")]     # two modules, two pools
@@ -545,15 +546,17 @@ def test_pool_threads_counts_the_workers_of_every_loaded_module():
         for k in ks:
             mk.gemm(A, A, kernel=k, threads=2)              # one worker per module's pool
         each = [k.lib.mk_pool_threads(0) for k in ks]
-        print(json.dumps([each, kernel.pool_threads(0), all(k in kernel.LOADED for k in ks)]))
+        names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+        print(json.dumps([each, kernel.pool_threads(0), all(k in kernel.LOADED for k in ks),
+                          names.count("mk-pool")]))
     """)
     env = {k: v for k, v in os.environ.items() if k != "MICROKERNEL_POOL"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, timeout=120)
     assert out.returncode == 0, out.stderr
-    each, total, loaded = json.loads(out.stdout.splitlines()[-1])
+    each, total, loaded, named = json.loads(out.stdout.splitlines()[-1])
     assert loaded and min(each) >= 1, out.stdout
-    assert total == sum(each), out.stdout
+    assert total == sum(each) == named, out.stdout
 
 
 def test_gemm_takes_more_threads_beside_busy_threads_and_stays_correct():
