@@ -19,10 +19,10 @@
  * operands, mk_pack.h); edge tiles (M % MR, N % NR) go through the micro-kernel's edge
  * entry point, else a local MR x NR buffer. Packing buffers live in a per-calling-thread
  * workspace that is grown when needed and reused (bounded by the blocking sizes), freed
- * when the thread exits. Threads (by default; MICROKERNEL_THREADING forces either): one
- * or two take contiguous slices of N (or M when N is narrow), each running these loops
- * on its own packing buffers with no barrier in between (mk_slices.h); three or more
- * share each packed B block as a team (mk_team.h).
+ * when the thread exits. Threads (by default; MICROKERNEL_THREADING forces either): one,
+ * or two where C has fewer than MK_TEAM2_MIN_M rows, take contiguous slices of N (or M
+ * when N is narrow), each running these loops on its own packing buffers with no barrier
+ * in between (mk_slices.h); more share each packed B block as a team (mk_team.h).
  *
  * A module that defines MK_C_STATIONARY (AMX, AVX512-BF16) gets other loops at one thread
  * when K spans several KC blocks: C accumulated in compact tiles (mk_loops_cstat).
@@ -43,11 +43,12 @@
  *   mk_gemv.h       the fp32 matrix-vector path (n == 1)
  *   mk_trace.h      a timeline of the team's flow, in a module built with MK_FLOW_TRACE
  *                   (bench/flow_trace.py); empty otherwise
- *   mk_team.h       the shared-B team (three or more threads by default): its grid and
- *                   its flow of dynamic units (mk_loops_flow), called by mk_run_team
+ *   mk_team.h       the shared-B team (by default 3 or more threads, or 2 on 256 rows or
+ *                   more: mk_threading): its grid and its flow of dynamic units
+ *                   (mk_loops_flow), called by mk_run_team
  *   mk_cstat.h      the C-stationary loops of one thread (MK_C_STATIONARY)
- *   mk_slices.h     the slice decomposition (one or two threads by default; one thread
- *                   is one slice), called by mk_run_slices
+ *   mk_slices.h     the slice decomposition (one thread, or two on fewer than 256 rows,
+ *                   by default; one thread is one slice), called by mk_run_slices
  *
  * mk_pool.h (our own worker threads) and mk_ukernel.h (the micro-kernel contract) are
  * headers of their own. microkernel/build.py's DRIVER_FILES lists the driver's files:
@@ -216,10 +217,15 @@ static int64_t mk_balance(int64_t total, int64_t blk, int64_t unit)
  * 2-core machine, where a barrier waits for a descheduled thread; mk_slices.h) or MK_TEAM
  * (the shared-B team, mk_team.h: the B block packed once, not once per thread, and A
  * read once per NC block). $MICROKERNEL_THREADING = slices | team forces one (read
- * once); the default is the team from 3 threads on (docs/design-notes.md, threads). */
+ * once). The default: the team from 3 threads on, and at 2 threads where C has at least
+ * MK_TEAM2_MIN_M rows; the slices at 2 threads below that, where the team's flow has too
+ * little work per B block to pay for its waits (docs/design-notes.md, threads). */
 enum { MK_SLICES = 0, MK_TEAM = 1 };
+#ifndef MK_TEAM2_MIN_M
+#define MK_TEAM2_MIN_M 256
+#endif
 
-static int mk_threading(int nthreads)
+static int mk_threading(int nthreads, int64_t m)
 {
     static int forced = -2;            /* -2: not read yet; -1: automatic */
     if (forced == -2) {
@@ -228,7 +234,7 @@ static int mk_threading(int nthreads)
     }
     if (forced >= 0)
         return forced;
-    return nthreads >= 3 ? MK_TEAM : MK_SLICES;
+    return nthreads >= 3 || (nthreads == 2 && m >= MK_TEAM2_MIN_M) ? MK_TEAM : MK_SLICES;
 }
 
 /* ---- the driver ----------------------------------------------------------------------- */
@@ -313,7 +319,7 @@ int MK_DRIVER_NAME(const mk_ukernel_desc *uk, const mk_blocking *blk,
 #endif
     const mk_call g = {uk, m, n, k, mc_blk, nc_blk, kc_blk, alpha, a, rs_a, cs_a, b, rs_b, cs_b,
                        beta, c, rs_c, cs_c};
-    if (nthreads > 1 && mk_threading(nthreads) == MK_TEAM)
+    if (nthreads > 1 && mk_threading(nthreads, m) == MK_TEAM)
         return mk_run_team(&g, blk, nthreads);
     return mk_run_slices(&g, nthreads);
 }

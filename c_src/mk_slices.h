@@ -1,4 +1,5 @@
-/* The slice decomposition (one or two threads by default; driver.c).
+/* The slice decomposition (by default one thread, or two on C of fewer than 256 rows:
+ * driver.c, mk_threading).
  * Part of the one GEMM driver, included by driver.c only, in its order (not a header
  * of its own).
  * Uses: mk_call, mk_loops, mk_loops_slab, mk_slab_bytes, mk_alone (mk_loops.h),
@@ -62,7 +63,7 @@ static void mk_slices_take(void *arg, int slot)
     }
 }
 
-/* The slice decomposition's call (BLIS's JC/IC ways; one thread, or two by default):
+/* The slice decomposition's call (BLIS's JC/IC ways; one thread, or two on few rows):
  * one contiguous slice of N (in whole NR panels), or of M when N is too narrow, per
  * thread, each run by the serial loops with its own packing buffers: no barrier inside
  * the GEMM. The slices are taken from a counter (mk_slices_take) on the pool's threads

@@ -1,5 +1,5 @@
-/* The shared-B team (three or more threads by default): its grid and its flow of
- * dynamic units (driver.c).
+/* The shared-B team (by default 3 or more threads, or 2 on C of 256 rows or more:
+ * driver.c, mk_threading): its grid and its flow of dynamic units.
  * Part of the one GEMM driver, included by driver.c only, in its order (not a header
  * of its own).
  * Uses: mk_call, mk_macro, mk_loops, mk_pack_b_panel, mk_lead, mk_team_b_stride

@@ -1,14 +1,14 @@
 """The timeline of the team's flow: where a multi-threaded gemm() call's time goes.
 
-The team's flow (c_src/mk_team.h, ``mk_loops_flow``: three or more threads by default)
-hands out items: pieces (a share of a KC x NC block of B, packed into a shared buffer)
-and units (a chunk of A's rows times one part of a B block, run through the
-macro-kernel). A kernel module built with ``MK_FLOW_TRACE`` (c_src/mk_trace.h;
-:func:`traced_kernel` builds one) records, in each team call, one event per item and
-per thread with CLOCK_MONOTONIC nanoseconds, and appends them to the file named by
-``$MICROKERNEL_FLOW_TRACE``. :func:`read` loads that file as a numpy structured array
-(:data:`EVENT`), :func:`breakdown` splits one call's time into shares, and
-``bench/flow_trace.py`` runs it on squares and prints them.
+The team's flow (c_src/mk_team.h, ``mk_loops_flow``: by default three or more threads,
+or two on C of 256 rows or more) hands out items: pieces (a share of a KC x NC block of
+B, packed into a shared buffer) and units (a chunk of A's rows times one part of a B
+block, run through the macro-kernel). A kernel module built with ``MK_FLOW_TRACE``
+(c_src/mk_trace.h; :func:`traced_kernel` builds one) records, in each team call, one
+event per item and per thread with CLOCK_MONOTONIC nanoseconds, and appends them to the
+file named by ``$MICROKERNEL_FLOW_TRACE``. :func:`read` loads that file as a numpy
+structured array (:data:`EVENT`), :func:`breakdown` splits one call's time into shares,
+and ``bench/flow_trace.py`` runs it on squares and prints them.
 
 Event kinds (field ``kind``) and the meaning of ``t0, t1, t2``:
 

@@ -18,7 +18,8 @@
   well under a millisecond after a call) unless the user set ``OMP_WAIT_POLICY`` or
   ``GOMP_SPINCOUNT``; it takes effect only where libgomp was not loaded earlier in the
   process (then :func:`runtime_note` says so). The team's flow (the default from 3
-  threads) and the slices (2 threads) run on the driver's own pool instead
+  threads, and at 2 on C of 256 rows or more) and the slices (2 threads on fewer rows)
+  run on the driver's own pool instead
   (c_src/mk_pool.h): a call ends when the threads that joined it have left, so a
   worker that another runtime's spinner keeps off its core does not hold the call; a
   worker that took part spins 100 us after it, then sleeps; ``MICROKERNEL_POOL=0``

@@ -324,6 +324,32 @@ def test_the_flow_timeline_shows_each_item_once_and_in_dependency_order(tmp_path
     assert most_pieces >= 2, "no block had two pieces: the shapes no longer test them"
 
 
+def test_two_threads_take_the_team_from_256_rows(tmp_path, monkeypatch):
+    """gemm()'s 2-thread decomposition (c_src/driver.c, mk_threading, MK_TEAM2_MIN_M):
+    the team's flow, which writes a timeline in the MK_FLOW_TRACE build, where C has 256
+    rows or more; the slices, which write none, below. C within the float64 bound either
+    way."""
+    import numpy as np
+    import microkernel as mk
+    from microkernel import flow_trace as ft, validate
+    monkeypatch.delenv("MICROKERNEL_THREADING", raising=False)
+    traced = ft.traced_kernel(None, tmp_path)
+    trace = tmp_path / "events.bin"
+    rng = np.random.default_rng(23)
+    teams = {}
+    for m in (255, 256, 600):
+        A = rng.standard_normal((m, 96)).astype(np.float32)
+        B = rng.standard_normal((96, 130)).astype(np.float32)
+        monkeypatch.setenv("MICROKERNEL_FLOW_TRACE", str(trace))
+        got = mk.gemm(A, B, threads=2, kernel=traced)
+        monkeypatch.delenv("MICROKERNEL_FLOW_TRACE")
+        assert validate.check(got, *validate.reference(A, B, None, 1.0, 0.0))[0], m
+        teams[m] = trace.exists() and ft.read(trace).size > 0
+        if trace.exists():
+            trace.unlink()
+    assert teams == {255: False, 256: True, 600: True}
+
+
 @pytest.mark.parametrize("item", ["unit", "last unit", "piece"])
 def test_a_stalled_threads_item_is_finished_by_the_others(tmp_path, monkeypatch, item):
     """MK_FLOW_STEAL (c_src/mk_team.h): a traced build in which the thread that runs the
