@@ -25,10 +25,13 @@
   worker that took part spins 100 us after it, then sleeps; ``MICROKERNEL_POOL=0``
   (read once) gives them OpenMP's team.
 * **Contention**: our workers sleep after a call, but other runtimes' do not:
-  OpenBLAS's spin about 0.1 s after each call, PyTorch's libgomp workers some
-  milliseconds. The scheduler shares a CPU among its runnable threads (CFS / EEVDF:
-  per thread, not per process), so 16 of ours beside 30 spinning workers on 16 CPUs
-  get about a third of them, however the work is split. When the default count
+  OpenBLAS's spin about 0.1 s after each call (calling ``sched_yield``), PyTorch's
+  libgomp workers some milliseconds. The scheduler shares a CPU among its runnable
+  threads (CFS / EEVDF: per thread, not per process; a yielding thread keeps its
+  share), so 16 of ours right after a numpy call on 16 CPUs held 7-9 of them while
+  OpenBLAS's 15 workers held the rest, and ran at about that share of their alone
+  speed (docs/performance.md, "whose spin"; ``OPENBLAS_THREAD_TIMEOUT=4`` set before
+  Python starts removes it). When the default count
   applies (no ``threads=``, no ``$MICROKERNEL_NUM_THREADS``, no threadpoolctl limit),
   ``$MICROKERNEL_CONTENTION=1`` makes :func:`contended` add one thread per other
   runnable thread of this process counted at the start of the call
