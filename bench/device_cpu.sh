@@ -98,6 +98,8 @@
 #                                      (the CPUs each side's threads held, from schedstat), two
 #                                      processes; on a calm host each library alone at 1 and 16
 #                                      threads (2 processes each)
+#   bash bench/device_cpu.sh alone2    issue 24: the gate, then on a calm host only each library alone
+#                                      at 1 and 16 threads (2 processes each, bench/threads.py)
 #   bash bench/device_cpu.sh scan      issue 24: bench/contention.py at 128-1024 with explicit counts
 #                                      1-16 beside the default, alone and back to back with numpy
 #                                      and PyTorch (what count a small problem should get)
@@ -238,6 +240,12 @@ team_checks() {
 alone() {
   [ "$calm" = 1 ] || return 0
   run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
+      --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
+}
+# alone2: the same on a calm host with two processes per library, in turn
+alone2() {
+  [ "$calm" = 1 ] || return 0
+  run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 2 \
       --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
 }
 # race1 CPU JSON SIZES ROUNDS CONTENDERS: `microkernel compare` of f32 contenders at one
@@ -713,9 +721,12 @@ if [ "${1:-}" = whose ]; then
       run python3 bench/contention.py --sizes 1024,2048,4096 --rounds 11 --pause 0 \
           --peers "numpy,torch;numpy;torch" --out "$OUT/whose$r"
     done
-    [ "$calm" = 1 ] && run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 \
-        --repeats 2 --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
+    alone2
   } 2>&1 | tee "$OUT/device_whose.log"
+  exit 0
+fi
+if [ "${1:-}" = alone2 ]; then
+  { gate; alone2; } 2>&1 | tee "$OUT/device_alone2.log"
   exit 0
 fi
 if [ "${1:-}" = contention ]; then
