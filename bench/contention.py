@@ -140,6 +140,8 @@ CHILD = textwrap.dedent("""
         out["gflops"].setdefault(c.name, {})[c.shape] = statistics.median(g)
         out["spread"].setdefault(c.name, {})[c.shape] = [min(g), max(g)]
     out["contended_calls"] = [[*k, v] for k, v in sorted(log.items())]
+    # CPUs held on average during our samples (ours, others), our runnable time's waiting
+    # share, and the others' runnable-but-waiting threads on average
     for (shape, name), (wall, run, wait, orun, owait) in cpu.items():
         out.setdefault("cpus", {}).setdefault(name, {})[shape] = {
             "ours": run / wall, "others": orun / wall,

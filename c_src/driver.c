@@ -213,13 +213,14 @@ static int64_t mk_balance(int64_t total, int64_t blk, int64_t unit)
 #include "mk_slices.h"
 
 /* How a GEMM's threads share it: MK_SLICES (each thread a contiguous slice of N, or
- * of M, with its own packing and no barrier: measured best on the project's shared
- * 2-core machine, where a barrier waits for a descheduled thread; mk_slices.h) or MK_TEAM
- * (the shared-B team, mk_team.h: the B block packed once, not once per thread, and A
- * read once per NC block). $MICROKERNEL_THREADING = slices | team forces one (read
- * once). The default: the team from 3 threads on, and at 2 threads where C has at least
- * MK_TEAM2_MIN_M rows; the slices at 2 threads below that, where the team's flow has too
- * little work per B block to pay for its waits (docs/design-notes.md, threads). */
+ * of M, with its own packing and no barrier; mk_slices.h) or MK_TEAM (the shared-B
+ * team, mk_team.h: the B block packed once, not once per thread, A read once per NC
+ * block, the work handed out in units and slivers to whichever thread runs).
+ * $MICROKERNEL_THREADING = slices | team forces one (read once). The default: the team
+ * from 3 threads on, and at 2 threads where C has at least MK_TEAM2_MIN_M rows; the
+ * slices at 2 threads below that, where the team's flow has too little work per B block
+ * to pay for its waits (measured on a 2-core Zen 4, 2026-12-07: docs/design-notes.md,
+ * threads). */
 enum { MK_SLICES = 0, MK_TEAM = 1 };
 #ifndef MK_TEAM2_MIN_M
 #define MK_TEAM2_MIN_M 256

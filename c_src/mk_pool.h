@@ -88,8 +88,8 @@ static inline void mk_wait_step(unsigned spins)
 #ifndef MK_POOL_IDLE_S
 #define MK_POOL_IDLE_S 2
 #endif
-/* every worker's thread name (PR_SET_NAME, prctl(2): at most 15 bytes), so `top -H`, `ps -L`
- * and /proc/<pid>/task/<tid>/comm tell ours from other runtimes' workers */
+/* every worker's thread name (PR_SET_NAME, prctl(2): at most 15 bytes), so that `top -H`,
+ * `ps -L` and /proc/<pid>/task/<tid>/comm tell ours from other runtimes' workers */
 #define MK_POOL_NAME "mk-pool"
 #define MK_FUTEX_WAIT_PRIVATE 128       /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG (futex(2)) */
 #define MK_FUTEX_WAKE_PRIVATE 129
