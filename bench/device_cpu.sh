@@ -235,17 +235,12 @@ team_checks() {
   run python3 -m pytest -q -p no:cacheprovider tests/test_blocking.py tests/test_threads.py
   run python3 bench/team_check.py --threads 16
 }
-# alone: on a calm host (after gate), each library alone in its own process at 1 and 16
-# threads, n = 1024-4096 (bench/threads.py): issue 24's alone bars
+# alone [PROCESSES]: on a calm host (after gate), each library alone in its own process
+# at 1 and 16 threads, n = 1024-4096 (bench/threads.py), PROCESSES per library in turn
+# (default 1): issue 24's alone bars
 alone() {
   [ "$calm" = 1 ] || return 0
-  run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 1 \
-      --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
-}
-# alone2: the same on a calm host with two processes per library, in turn
-alone2() {
-  [ "$calm" = 1 ] || return 0
-  run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats 2 \
+  run python3 bench/threads.py --threads 1,16 --sizes 1024,2048,4096 --repeats "${1:-1}" \
       --interleaved 0 --libs "microkernel team,numpy,torch" --out "$OUT/alone"
 }
 # race1 CPU JSON SIZES ROUNDS CONTENDERS: `microkernel compare` of f32 contenders at one
@@ -721,12 +716,12 @@ if [ "${1:-}" = whose ]; then
       run python3 bench/contention.py --sizes 1024,2048,4096 --rounds 11 --pause 0 \
           --peers "numpy,torch;numpy;torch" --out "$OUT/whose$r"
     done
-    alone2
+    alone 2
   } 2>&1 | tee "$OUT/device_whose.log"
   exit 0
 fi
 if [ "${1:-}" = alone2 ]; then
-  { gate; alone2; } 2>&1 | tee "$OUT/device_alone2.log"
+  { gate; alone 2; } 2>&1 | tee "$OUT/device_alone2.log"
   exit 0
 fi
 if [ "${1:-}" = contention ]; then
